@@ -1,0 +1,145 @@
+"""The one exception tree of millimcp.
+
+::
+
+    MillimcpError                       every error this package raises on purpose
+    ├── ProtocolError                   a JSON-RPC error: carries its code and HTTP status
+    │   ├── ParseError                  -32700  malformed JSON, invalid UTF-8, nesting too deep
+    │   ├── InvalidRequest              -32600  not a JSON-RPC 2.0 request or notification
+    │   ├── MethodNotFound              -32601  unknown method (HTTP 404)
+    │   ├── InvalidParams               -32602  params of the wrong shape, unknown tool/resource
+    │   ├── InternalError               -32603  a bug on our side; details never leak
+    │   ├── HeaderMismatch              -32020  HTTP headers disagree with the body (HTTP 400)
+    │   ├── MissingClientCapability     -32021  the request needs a capability the client lacks
+    │   └── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    ├── TransportError                  refused before any JSON-RPC was read
+    │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
+    │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
+    ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
+    │                                   protocol error, so the model can read and correct it
+    └── ConfigurationError              a server or client set up wrongly (at start, not per call)
+
+Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
+and which HTTP status the Streamable HTTP binding gives it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ConfigurationError",
+    "FrameTooLarge",
+    "HeaderMismatch",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MethodNotFound",
+    "MillimcpError",
+    "MissingClientCapability",
+    "ParseError",
+    "ProtocolError",
+    "RequestRejected",
+    "ToolError",
+    "TransportError",
+    "UnsupportedProtocolVersion",
+]
+
+
+class MillimcpError(Exception):
+    """Root of every error millimcp raises on purpose."""
+
+
+class ProtocolError(MillimcpError):
+    """An error that is answered with a JSON-RPC error object."""
+
+    code: ClassVar[int] = -32603
+    http_status: ClassVar[int] = 500
+
+    def __init__(
+        self,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        self.request_id = request_id
+        """The id of the request this answers, when the error is raised before it is known."""
+        if http_status is not None:
+            self.http_status = http_status  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
+
+
+class ParseError(ProtocolError):
+    code = -32700
+    http_status = 400
+
+
+class InvalidRequest(ProtocolError):
+    code = -32600
+    http_status = 400
+
+
+class MethodNotFound(ProtocolError):
+    code = -32601
+    http_status = 404
+
+
+class InvalidParams(ProtocolError):
+    code = -32602
+    http_status = 400
+
+
+class InternalError(ProtocolError):
+    code = -32603
+    http_status = 500
+
+
+class HeaderMismatch(ProtocolError):
+    code = -32020
+    http_status = 400
+
+
+class MissingClientCapability(ProtocolError):
+    code = -32021
+    http_status = 400
+
+
+class UnsupportedProtocolVersion(ProtocolError):
+    code = -32022
+    http_status = 400
+
+
+class TransportError(MillimcpError):
+    """Refused at the transport, before (or instead of) reading a JSON-RPC message."""
+
+
+class RequestRejected(TransportError):
+    """An HTTP-level refusal with a status code."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class FrameTooLarge(TransportError):
+    """A body or line over its size limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message larger than the limit of {limit} bytes")
+        self.limit = limit
+
+
+class ToolError(MillimcpError):
+    """Raise inside a tool to return ``isError: true`` with this message as its text."""
+
+
+class ConfigurationError(MillimcpError):
+    """A server, tool or client was configured wrongly."""

@@ -1,0 +1,114 @@
+"""The Streamable HTTP request-metadata headers, checked against the body (sans-I/O).
+
+``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` mirror body fields; a value may
+use the ``=?base64?...?=`` sentinel. Any disagreement is a :class:`HeaderMismatch` (-32020,
+HTTP 400).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Final
+
+from millimcp.errors import HeaderMismatch
+
+__all__ = ["McpHeaders", "decode_header_value", "encode_header_value"]
+
+_SENTINEL_PREFIX: Final = "=?base64?"
+_SENTINEL_SUFFIX: Final = "?="
+_PLAIN_SAFE: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?\Z")
+_VISIBLE: Final = re.compile(r"[\x20-\x7e\t]*\Z")
+
+
+def decode_header_value(value: str) -> str:
+    """Decode a sentinel-encoded header value; plain values come back unchanged."""
+    if value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX):
+        encoded = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+        try:
+            return base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HeaderMismatch("Header mismatch: invalid base64 header value") from None
+    if not _VISIBLE.match(value):
+        raise HeaderMismatch("Header mismatch: header value contains invalid characters")
+    return value
+
+
+def encode_header_value(value: str) -> str:
+    """Encode a value for a header: plain when safe, else the base64 sentinel."""
+    if _PLAIN_SAFE.match(value) and not (
+        value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)
+    ):
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode()).decode("ascii") + _SENTINEL_SUFFIX
+
+
+class McpHeaders:
+    """The MCP headers of one HTTP request, as the transport found them (latin-1 str)."""
+
+    __slots__ = ("method", "name", "params", "protocol_version")
+
+    def __init__(
+        self,
+        protocol_version: str | None = None,
+        method: str | None = None,
+        name: str | None = None,
+        params: dict[str, str] | None = None,
+    ) -> None:
+        self.protocol_version = protocol_version
+        self.method = method
+        self.name = name
+        self.params = params
+        """``Mcp-Param-*`` values keyed by lower-cased name suffix."""
+
+    def check_method(self, method: str) -> None:
+        if self.method is None:
+            raise HeaderMismatch("Header mismatch: the Mcp-Method header is required")
+        if self.method.strip(" \t") != method:
+            raise HeaderMismatch(
+                f"Header mismatch: Mcp-Method header value {self.method!r} "
+                f"does not match body value {method!r}"
+            )
+
+    def check_version(self, version: str) -> None:
+        if self.protocol_version is None:
+            raise HeaderMismatch("Header mismatch: the MCP-Protocol-Version header is required")
+        if self.protocol_version != version:
+            raise HeaderMismatch(
+                f"Header mismatch: MCP-Protocol-Version header value {self.protocol_version!r} "
+                f"does not match body value {version!r}"
+            )
+
+    def check_name(self, name: str) -> None:
+        if self.name is None:
+            raise HeaderMismatch("Header mismatch: the Mcp-Name header is required")
+        sent = self.name.strip(" \t")
+        if sent != name and decode_header_value(sent) != name:
+            raise HeaderMismatch(
+                f"Header mismatch: Mcp-Name header value {self.name!r} "
+                f"does not match body value {name!r}"
+            )
+
+    def check_param(self, header: str, value: object) -> None:
+        """Check one ``x-mcp-header`` parameter; ``value`` None means absent from the body."""
+        sent = None if self.params is None else self.params.get(header.lower())
+        if value is None:
+            return
+        if sent is None:
+            raise HeaderMismatch(f"Header mismatch: the Mcp-Param-{header} header is required")
+        if not _same_param(decode_header_value(sent), value):
+            raise HeaderMismatch(
+                f"Header mismatch: Mcp-Param-{header} header value does not match the body"
+            )
+
+
+def _same_param(sent: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return sent == ("true" if value else "false")
+    if isinstance(value, int):
+        try:
+            return float(sent) == value and int(float(sent)) == value
+        except ValueError:
+            return False
+    return sent == str(value)

@@ -1,0 +1,11 @@
+"""MCP 2026-07-28 message types as msgspec structs, one module per spec chapter."""
+
+from millimcp.protocol.types.base import *  # noqa: F403
+from millimcp.protocol.types.client_features import *  # noqa: F403
+from millimcp.protocol.types.completion import *  # noqa: F403
+from millimcp.protocol.types.content import *  # noqa: F403
+from millimcp.protocol.types.lifecycle import *  # noqa: F403
+from millimcp.protocol.types.prompts import *  # noqa: F403
+from millimcp.protocol.types.resources import *  # noqa: F403
+from millimcp.protocol.types.results import *  # noqa: F403
+from millimcp.protocol.types.tools import *  # noqa: F403

@@ -1,0 +1,64 @@
+"""Tools: listing, calling, results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from millimcp.protocol.types.base import Icon, JSONObject, McpStruct, PaginatedParams, RequestMeta
+from millimcp.protocol.types.content import ContentBlock
+from millimcp.protocol.types.results import CacheableResult, Result
+
+__all__ = [
+    "CallToolParams",
+    "CallToolResult",
+    "ListToolsResult",
+    "Tool",
+    "ToolAnnotations",
+]
+
+
+class ToolAnnotations(McpStruct, kw_only=True):
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+class Tool(McpStruct, kw_only=True):
+    name: str
+    input_schema: JSONObject
+    title: str | None = None
+    description: str | None = None
+    output_schema: JSONObject | None = None
+    annotations: ToolAnnotations | None = None
+    icons: list[Icon] | None = None
+    meta: JSONObject | None = msgspec.field(default=None, name="_meta")
+
+
+class ListToolsParams(PaginatedParams, kw_only=True):
+    pass
+
+
+class ListToolsResult(CacheableResult, kw_only=True):
+    tools: list[Tool]
+    next_cursor: str | None = None
+
+
+class CallToolParams(McpStruct, kw_only=True):
+    """``tools/call`` params. ``arguments`` stays raw until the tool's own type decodes it."""
+
+    name: str
+    arguments: msgspec.Raw = msgspec.Raw(b"")
+    """Raw JSON of the arguments object; empty when the client sent none."""
+    meta: RequestMeta | None = msgspec.field(default=None, name="_meta")
+    input_responses: dict[str, msgspec.Raw] | None = None
+    request_state: str | None = None
+
+
+class CallToolResult(Result, kw_only=True):
+    content: list[ContentBlock]
+    structured_content: Any | None = None
+    is_error: bool | None = None

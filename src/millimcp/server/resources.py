@@ -1,0 +1,129 @@
+"""Resource entries: static URIs and RFC 6570 templates, and how a read runs."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+import msgspec
+
+from millimcp.codec import encode
+from millimcp.errors import ConfigurationError
+from millimcp.protocol.types import (
+    BlobResourceContents,
+    CacheScope,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    TextResourceContents,
+)
+from millimcp.server.uri_template import UriTemplate
+from millimcp.session import Context
+
+__all__ = ["ResourceEntry", "to_contents"]
+
+
+class ResourceEntry:
+    """A static resource (``template is None``) or a resource template."""
+
+    __slots__ = (
+        "cache_scope",
+        "context_param",
+        "definition",
+        "fn",
+        "is_async",
+        "mime_type",
+        "template",
+        "ttl_ms",
+        "uri",
+    )
+
+    def __init__(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
+    ) -> None:
+        self.uri = uri
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.mime_type = mime_type
+        self.ttl_ms = ttl_ms
+        self.cache_scope: CacheScope = cache_scope
+        self.template = UriTemplate(uri) if "{" in uri else None
+        params = inspect.signature(fn).parameters
+        self.context_param = next(
+            (n for n, p in params.items() if p.annotation in (Context, "Context")), None
+        )
+        wanted = {n for n in params if n != self.context_param}
+        given = set(self.template.variables) if self.template is not None else set()
+        if not wanted <= given:
+            raise ConfigurationError(
+                f"resource {uri!r}: parameters {sorted(wanted - given)} are not in the URI"
+            )
+        name = name or fn.__name__
+        description = description or inspect.getdoc(fn)
+        self.definition: Resource | ResourceTemplate
+        if self.template is None:
+            self.definition = Resource(
+                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+            )
+        else:
+            self.definition = ResourceTemplate(
+                uri_template=uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+            )
+
+    def __repr__(self) -> str:
+        return f"<Resource {self.uri}>"
+
+    async def read(
+        self, uri: str, variables: dict[str, str], ctx: Context, executor: Executor | None
+    ) -> list[ResourceContents]:
+        params = inspect.signature(self.fn).parameters
+        kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in params}
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        if self.is_async:
+            value = await self.fn(**kwargs)
+        else:
+            call = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
+            value = await asyncio.get_running_loop().run_in_executor(executor, call)
+        return to_contents(uri, value, self.mime_type)
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None) -> list[ResourceContents]:
+    """Turn what a resource function returned into resource contents."""
+    if isinstance(value, str):
+        return [TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return [
+            BlobResourceContents(
+                uri=uri,
+                blob=base64.b64encode(value).decode("ascii"),
+                mime_type=mime_type or "application/octet-stream",
+            )
+        ]
+    if isinstance(value, TextResourceContents | BlobResourceContents):
+        return [value]
+    if isinstance(value, list) and all(
+        isinstance(v, TextResourceContents | BlobResourceContents) for v in value
+    ):
+        return value
+    text = encode(msgspec.to_builtins(value)).decode()
+    return [TextResourceContents(uri=uri, text=text, mime_type=mime_type or "application/json")]

@@ -1,0 +1,526 @@
+"""The application API: ``Server`` with ``@tool``, ``@resource``, ``@prompt``, ``asgi()``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from millimcp.errors import InvalidParams
+from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer
+from millimcp.protocol.types import (
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    CacheScope,
+    CallToolParams,
+    CallToolResult,
+    CompleteParams,
+    CompleteResult,
+    Completion,
+    DiscoverResult,
+    GetPromptParams,
+    GetPromptResult,
+    Implementation,
+    ListenParams,
+    ListenResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedParams,
+    ReadResourceParams,
+    ReadResourceResult,
+    RequestParams,
+    ResourceUpdatedParams,
+    ServerCapabilities,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedParams,
+    ToolAnnotations,
+)
+from millimcp.server.config import ServerConfig
+from millimcp.server.prompts import PromptEntry
+from millimcp.server.resources import ResourceEntry
+from millimcp.server.tools import ToolEntry
+from millimcp.session import Context, Dispatcher, RequestHandler
+from millimcp.transports.http import HttpConfig, StreamableHTTPApp
+
+__all__ = ["Server"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Completer = Callable[..., Any]
+_CLOSED: Final = object()
+
+
+class _Listener:
+    """One ``subscriptions/listen`` stream: its filter and a bounded queue of messages."""
+
+    __slots__ = ("filter", "queue", "resources")
+
+    def __init__(self, agreed: SubscriptionFilter, size: int) -> None:
+        self.filter = agreed
+        self.resources = frozenset(agreed.resource_subscriptions or ())
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(size)
+
+
+class Server:
+    """An MCP server: register tools, resources and prompts, then serve ``asgi()``."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        instructions: str | None = None,
+        *,
+        title: str | None = None,
+        website_url: str | None = None,
+        config: ServerConfig | None = None,
+        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+    ) -> None:
+        self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
+        self.instructions = instructions
+        self.config = config or ServerConfig()
+        self._lifespan = lifespan
+        self._tools: dict[str, ToolEntry] = {}
+        self._resources: dict[str, ResourceEntry] = {}
+        self._templates: list[ResourceEntry] = []
+        self._prompts: dict[str, PromptEntry] = {}
+        self._completer: Completer | None = None
+        self._listeners: set[_Listener] = set()
+        self._lists: dict[str, list[msgspec.Raw]] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        key = self.config.state_key
+        if key is None:
+            env = os.environ.get("MILLIMCP_STATE_KEY")
+            key = bytes.fromhex(env) if env else os.urandom(32)
+        self.sealer = RequestStateSealer(key, ttl=self.config.state_ttl_s)
+        self._result_meta = (
+            {META_SERVER_INFO: msgspec.to_builtins(self.info)}
+            if self.config.server_info_in_results
+            else None
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Server {self.info.name!r} tools={len(self._tools)} "
+            f"resources={len(self._resources) + len(self._templates)} "
+            f"prompts={len(self._prompts)} listeners={len(self._listeners)}>"
+        )
+
+    # -- registration ---------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        timeout: float | None = None,
+        structured: bool | None = None,
+        text_mirror: bool = True,
+        meta: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        input_schema: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a tool. Its input schema comes from the type hints of its parameters.
+
+        A typed return (struct, dataclass, TypedDict, pydantic model, dict/list/number) gives
+        an ``outputSchema`` and ``structuredContent``, mirrored as JSON text unless
+        ``text_mirror=False``; ``structured=False`` turns that off. A ``str`` return is text;
+        content blocks are sent as they are. Sync functions run on the server's thread pool.
+        ``timeout`` (seconds) is enforced and advertised in ``_meta["dev.millimcp/timeoutMs"]``.
+        ``headers`` maps parameters to ``Mcp-Param-{name}`` headers (``x-mcp-header``) that
+        HTTP clients must send and the server checks against the arguments.
+        ``input_schema`` replaces the generated schema on the wire (served verbatim); the
+        arguments are still decoded by the function's signature.
+        """
+
+        def register(fn: F) -> F:
+            entry = ToolEntry(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                timeout=timeout,
+                structured=structured,
+                text_mirror=text_mirror,
+                meta=meta,
+                headers=headers,
+                input_schema=input_schema,
+            )
+            self._tools[entry.name] = entry
+            self._changed("tools")
+            return fn
+
+        return register
+
+    def remove_tool(self, name: str) -> None:
+        del self._tools[name]
+        self._changed("tools")
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
+    ) -> Callable[[F], F]:
+        """Register a resource, or a template when ``uri`` has ``{variables}``.
+
+        Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
+        function takes its variables as parameters.
+        """
+
+        def register(fn: F) -> F:
+            entry = ResourceEntry(
+                uri,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                ttl_ms=ttl_ms,
+                cache_scope=cache_scope,
+            )
+            if entry.template is None:
+                self._resources[uri] = entry
+                self._changed("resources")
+            else:
+                self._templates.append(entry)
+                self._changed("templates")
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        argument_descriptions: dict[str, str] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt; its parameters are its (string) arguments."""
+
+        def register(fn: F) -> F:
+            entry = PromptEntry(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                argument_descriptions=argument_descriptions,
+            )
+            self._prompts[entry.name] = entry
+            self._changed("prompts")
+            return fn
+
+        return register
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the completion handler: ``fn(ref, argument, context) -> list[str]``.
+
+        ``ref`` is a :class:`~millimcp.protocol.types.CompletionRef`, ``argument`` a
+        :class:`~millimcp.protocol.types.CompleteArgument`, ``context`` a dict of the other
+        arguments already filled in. It may be sync or async and may return a ``Completion``.
+        """
+
+        def register(fn: F) -> F:
+            self._completer = fn
+            return fn
+
+        return register
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def _changed(self, kind: str) -> None:
+        self._lists.pop(kind, None)
+        method = {
+            "tools": "notifications/tools/list_changed",
+            "prompts": "notifications/prompts/list_changed",
+            "resources": "notifications/resources/list_changed",
+            "templates": "notifications/resources/list_changed",
+        }[kind]
+        flag = {
+            "tools": "tools_list_changed",
+            "prompts": "prompts_list_changed",
+            "resources": "resources_list_changed",
+            "templates": "resources_list_changed",
+        }[kind]
+        for listener in tuple(self._listeners):
+            if getattr(listener.filter, flag):
+                self._deliver(listener, method, None)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every stream subscribed to ``uri`` that it changed."""
+        for listener in tuple(self._listeners):
+            if uri in listener.resources:
+                self._deliver(listener, "notifications/resources/updated", uri)
+
+    def notify_list_changed(self, kind: str) -> None:
+        """Announce that the ``tools``, ``prompts`` or ``resources`` list changed."""
+        self._changed(kind)
+
+    def _deliver(self, listener: _Listener, method: str, uri: str | None) -> None:
+        try:
+            listener.queue.put_nowait((method, uri))
+        except asyncio.QueueFull:
+            # A consumer this far behind is closed rather than allowed to grow without bound.
+            self._listeners.discard(listener)
+            listener.queue.get_nowait()
+            listener.queue.put_nowait(_CLOSED)
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def capabilities(self) -> ServerCapabilities:
+        return ServerCapabilities(
+            tools={"listChanged": True} if self._tools else None,
+            resources={"subscribe": True, "listChanged": True}
+            if self._resources or self._templates
+            else None,
+            prompts={"listChanged": True} if self._prompts else None,
+            completions={} if self._completer is not None else None,
+            logging={},
+        )
+
+    def handlers(self) -> dict[str, RequestHandler]:
+        """The method table this server answers, for a :class:`Dispatcher`."""
+        return {
+            "server/discover": self._discover,
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+            "subscriptions/listen": self._listen,
+        }
+
+    def dispatcher(self) -> Dispatcher:
+        return Dispatcher(self.handlers(), self.sealer)
+
+    def asgi(self, *, path: str | None = "/mcp", http: HttpConfig | None = None) -> Any:
+        """A plain ASGI app serving this server's MCP endpoint at ``path``."""
+        config = http or HttpConfig(path=path)
+        if http is not None and path != http.path:
+            config = HttpConfig(**{**_fields(http), "path": path})
+        return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The server's lifespan: the user's lifespan, then the thread pool's shutdown."""
+        try:
+            if self._lifespan is not None:
+                async with self._lifespan(self):
+                    yield
+            else:
+                yield
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End subscriptions gracefully and stop the thread pool."""
+        for listener in tuple(self._listeners):
+            with contextlib.suppress(asyncio.QueueFull):
+                listener.queue.put_nowait(_CLOSED)
+        self._listeners.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                self.config.sync_workers, thread_name_prefix="millimcp-sync"
+            )
+        return self._executor
+
+    # -- method handlers --------------------------------------------------------------------
+
+    async def _discover(self, params: RequestParams, ctx: Context) -> DiscoverResult:
+        return DiscoverResult(
+            supported_versions=list(MODERN_VERSIONS),
+            capabilities=self.capabilities(),
+            instructions=self.instructions,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope="public",
+            meta=self._result_meta,
+        )
+
+    def _page(self, kind: str, params: PaginatedParams) -> tuple[list[Any], str | None]:
+        items = self._lists.get(kind)
+        if items is None:
+            entries: Sequence[Any] = {
+                "tools": list(self._tools.values()),
+                "prompts": list(self._prompts.values()),
+                "resources": list(self._resources.values()),
+                "templates": self._templates,
+            }[kind]
+            items = [msgspec.Raw(msgspec.json.encode(e.definition)) for e in entries]
+            self._lists[kind] = items
+        start = _decode_cursor(params.cursor) if params.cursor else 0
+        end = start + self.config.page_size
+        return items[start:end], _encode_cursor(end) if end < len(items) else None
+
+    async def _list_tools(self, params: PaginatedParams, ctx: Context) -> ListToolsResult:
+        page, cursor = self._page("tools", params)
+        return ListToolsResult(
+            tools=page,
+            next_cursor=cursor,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope="public",
+            meta=self._result_meta,
+        )
+
+    async def _call_tool(self, params: CallToolParams, ctx: Context) -> CallToolResult:
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {params.name}", {"name": params.name})
+        result = await entry.call(params.arguments, ctx, self._executor or self.executor)
+        result.meta = self._result_meta
+        return result
+
+    async def _list_resources(self, params: PaginatedParams, ctx: Context) -> ListResourcesResult:
+        page, cursor = self._page("resources", params)
+        return ListResourcesResult(
+            resources=page,
+            next_cursor=cursor,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope="public",
+            meta=self._result_meta,
+        )
+
+    async def _list_templates(
+        self, params: PaginatedParams, ctx: Context
+    ) -> ListResourceTemplatesResult:
+        page, cursor = self._page("templates", params)
+        return ListResourceTemplatesResult(
+            resource_templates=page,
+            next_cursor=cursor,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope="public",
+            meta=self._result_meta,
+        )
+
+    async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
+        uri = params.uri
+        entry = self._resources.get(uri)
+        variables: dict[str, str] | None = {}
+        if entry is None:
+            for template in self._templates:
+                assert template.template is not None
+                variables = template.template.match(uri)
+                if variables is not None:
+                    entry = template
+                    break
+        if entry is None or variables is None:
+            raise InvalidParams(f"Resource not found: {uri}", {"uri": uri})
+        contents = await entry.read(uri, variables, ctx, self._executor or self.executor)
+        return ReadResourceResult(
+            contents=contents,
+            ttl_ms=entry.ttl_ms,
+            cache_scope=entry.cache_scope,
+            meta=self._result_meta,
+        )
+
+    async def _list_prompts(self, params: PaginatedParams, ctx: Context) -> ListPromptsResult:
+        page, cursor = self._page("prompts", params)
+        return ListPromptsResult(
+            prompts=page,
+            next_cursor=cursor,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope="public",
+            meta=self._result_meta,
+        )
+
+    async def _get_prompt(self, params: GetPromptParams, ctx: Context) -> GetPromptResult:
+        entry = self._prompts.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown prompt: {params.name}", {"name": params.name})
+        result = await entry.get(params.arguments, ctx, self._executor or self.executor)
+        result.meta = self._result_meta
+        return result
+
+    async def _complete(self, params: CompleteParams, ctx: Context) -> CompleteResult:
+        values: Any = []
+        if self._completer is not None:
+            context = params.context.arguments if params.context is not None else None
+            values = self._completer(params.ref, params.argument, context or {})
+            if asyncio.iscoroutine(values):
+                values = await values
+        if isinstance(values, Completion):
+            completion = values
+        else:
+            values = list(values)
+            completion = Completion(
+                values=values[:100], total=len(values), has_more=len(values) > 100
+            )
+        return CompleteResult(completion=completion, meta=self._result_meta)
+
+    async def _listen(self, params: ListenParams, ctx: Context) -> ListenResult:
+        wanted = params.notifications
+        agreed = SubscriptionFilter(
+            tools_list_changed=wanted.tools_list_changed or None,
+            prompts_list_changed=wanted.prompts_list_changed or None,
+            resources_list_changed=wanted.resources_list_changed or None,
+            resource_subscriptions=wanted.resource_subscriptions,
+        )
+        subscription = {META_SUBSCRIPTION_ID: ctx.request_id}
+        listener = _Listener(agreed, self.config.listener_queue)
+        self._listeners.add(listener)
+        try:
+            await ctx.send_notification(
+                "notifications/subscriptions/acknowledged",
+                SubscriptionsAcknowledgedParams(notifications=agreed, meta=subscription),
+            )
+            while True:
+                item = await listener.queue.get()
+                if item is _CLOSED:
+                    break
+                method, uri = item
+                params_out: Any = (
+                    ResourceUpdatedParams(uri=uri, meta=subscription)
+                    if uri is not None
+                    else {"_meta": subscription}
+                )
+                await ctx.send_notification(method, params_out)
+        finally:
+            self._listeners.discard(listener)
+        meta = dict(self._result_meta or {})
+        meta.update(subscription)
+        return ListenResult(meta=meta)
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+        if text.startswith("o:") and text[2:].isdigit():
+            return int(text[2:])
+    except (ValueError, binascii.Error, UnicodeError):
+        pass
+    raise InvalidParams("Invalid params: unknown cursor", {"cursor": cursor})
+
+
+def _fields(config: HttpConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__slots__}
+
+
+

@@ -1,0 +1,201 @@
+"""Tool entries: a registered function, its definition, and how one call runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import re
+import typing
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, Final
+
+import msgspec
+
+from millimcp.codec import encode
+from millimcp.errors import ConfigurationError, ProtocolError, ToolError
+from millimcp.protocol.types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from millimcp.server.schema import ArgumentModel, OutputModel
+from millimcp.session import Context, InputRequired
+
+__all__ = ["TIMEOUT_META_KEY", "ToolEntry", "to_call_result"]
+
+log: Final = logging.getLogger("millimcp.server")
+
+TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
+_CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+
+
+class ToolEntry:
+    """One tool: its wire definition and the callable behind it."""
+
+    __slots__ = (
+        "args",
+        "definition",
+        "fn",
+        "header_params",
+        "is_async",
+        "meta",
+        "name",
+        "output",
+        "text_mirror",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        timeout: float | None = None,
+        structured: bool | None = None,
+        text_mirror: bool = True,
+        meta: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        input_schema: dict[str, Any] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
+        self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        returns = hints.get("return", inspect.Signature.empty)
+        self.output = OutputModel.for_return(returns) if structured is not False else None
+        self.text_mirror = text_mirror
+        self.timeout = timeout
+        if isinstance(annotations, dict):
+            annotations = msgspec.convert(annotations, ToolAnnotations)
+        meta = dict(meta or {})
+        if timeout is not None:
+            meta[TIMEOUT_META_KEY] = int(timeout * 1000)
+        self.meta = meta or None
+        self.definition = Tool(
+            name=self.name,
+            title=title,
+            description=description or inspect.getdoc(fn),
+            input_schema=input_schema if input_schema is not None else self.args.schema,
+            output_schema=self.output.schema if self.output is not None else None,
+            annotations=annotations,
+            meta=self.meta,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}>"
+
+    async def call(
+        self, raw_arguments: bytes, ctx: Context, executor: Executor | None
+    ) -> CallToolResult:
+        """Validate, run and convert. Tool failures become ``isError`` results."""
+        try:
+            kwargs = self.args.decode(raw_arguments)
+        except msgspec.ValidationError as exc:
+            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        except msgspec.DecodeError as exc:
+            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        if self.header_params and ctx.headers is not None:
+            for param, header in self.header_params:
+                ctx.headers.check_param(header, kwargs.get(param))
+        if self.args.context_param is not None:
+            kwargs[self.args.context_param] = ctx
+        try:
+            if self.is_async:
+                if self.timeout is None:
+                    value = await self.fn(**kwargs)
+                else:
+                    async with asyncio.timeout(self.timeout):
+                        value = await self.fn(**kwargs)
+            else:
+                call = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
+                future = asyncio.get_running_loop().run_in_executor(executor, call)
+                value = await (
+                    future if self.timeout is None else asyncio.wait_for(future, self.timeout)
+                )
+        except (ProtocolError, InputRequired):
+            raise
+        except ToolError as exc:
+            return error_result(str(exc))
+        except TimeoutError:
+            return error_result(f"Tool {self.name!r} timed out after {self.timeout} s")
+        except Exception as exc:
+            log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
+            return error_result(f"Tool {self.name!r} failed: {exc}")
+        try:
+            return to_call_result(value, self.output, self.text_mirror)
+        except (TypeError, ValueError) as exc:
+            log.error("tool %s returned an unusable value: %s", self.name, exc)
+            return error_result(f"Tool {self.name!r} returned a value that cannot be sent")
+
+
+_TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+
+
+def _mirror_headers(
+    schema: dict[str, Any], headers: dict[str, str], owner: str
+) -> tuple[tuple[str, str], ...]:
+    """Mark parameters as mirrored into ``Mcp-Param-{header}`` (``x-mcp-header``)."""
+    seen: set[str] = set()
+    properties = schema.get("properties", {})
+    for param, header in headers.items():
+        prop = properties.get(param)
+        if prop is None:
+            raise ConfigurationError(f"{owner}: no parameter {param!r} to mirror in a header")
+        if prop.get("type") not in ("string", "integer", "boolean"):
+            raise ConfigurationError(f"{owner}: only str, int and bool parameters go in headers")
+        if not _TOKEN.match(header) or header.lower() in seen:
+            raise ConfigurationError(f"{owner}: invalid or duplicate header name {header!r}")
+        seen.add(header.lower())
+        prop["x-mcp-header"] = header
+    return tuple(headers.items())
+
+
+def error_result(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=message)], is_error=True)
+
+
+def to_call_result(
+    value: Any, output: OutputModel | None, text_mirror: bool = True
+) -> CallToolResult:
+    """Turn what a tool returned into a ``CallToolResult``."""
+    if isinstance(value, str):
+        return CallToolResult(content=[TextContent(text=value)])
+    if isinstance(value, CallToolResult):
+        return value
+    if output is not None:
+        structured = output.structured(value)
+        content = [TextContent(text=encode(structured).decode())] if text_mirror else []
+        return CallToolResult(content=content, structured_content=structured)
+    if isinstance(value, _CONTENT_TYPES):
+        return CallToolResult(content=[value])
+    if value is None:
+        return CallToolResult(content=[])
+    if isinstance(value, list | tuple) and all(
+        isinstance(item, (str, *_CONTENT_TYPES)) for item in value
+    ):
+        return CallToolResult(
+            content=[TextContent(text=i) if isinstance(i, str) else i for i in value]
+        )
+    if isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError("return content.embedded(...) or content.image(...) for bytes")
+    data = msgspec.to_builtins(value)
+    if isinstance(data, dict):
+        content = [TextContent(text=encode(data).decode())] if text_mirror else []
+        return CallToolResult(content=content, structured_content=data)
+    return CallToolResult(content=[TextContent(text=encode(data).decode())])

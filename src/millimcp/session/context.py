@@ -1,0 +1,243 @@
+"""The request context a handler receives: who asked, progress, logging, input from the client.
+
+Input from the client (elicitation, sampling, roots) follows the multi round-trip pattern in
+the modern era: when a handler asks for input it does not have yet, :class:`InputRequired`
+unwinds the handler and the dispatcher answers with an ``InputRequiredResult`` whose sealed
+``requestState`` remembers the answers gathered so far. When the client retries with the
+answers, the handler runs again from the top and this time each ``await ctx.elicit(...)``
+returns its answer. Handlers must therefore do their side effects after their input calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+
+from millimcp.errors import InvalidParams, MissingClientCapability
+from millimcp.protocol import McpHeaders, encode_notification
+from millimcp.protocol.types import (
+    ClientCapabilities,
+    CreateMessageParams,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitRequest,
+    ElicitResult,
+    Implementation,
+    InputRequest,
+    ListRootsRequest,
+    ListRootsResult,
+    LoggingLevel,
+    LoggingMessageParams,
+    ModelPreferences,
+    ProgressParams,
+    RequestMeta,
+    Root,
+    SamplingMessage,
+)
+
+__all__ = ["Context", "InputRequired"]
+
+_LEVELS: Final[dict[str, int]] = {
+    name: rank
+    for rank, name in enumerate(
+        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+    )
+}
+_NO_CAPABILITIES: Final = ClientCapabilities()
+_CAPABILITY_OF: Final = {
+    ElicitRequest: "elicitation",
+    CreateMessageRequest: "sampling",
+    ListRootsRequest: "roots",
+}
+
+Emit = Callable[[bytes], Awaitable[None]]
+
+
+class InputRequired(Exception):  # noqa: N818 - control flow, not an error
+    """Raised to end this round of a request and ask the client for input.
+
+    Handlers may raise it themselves for full control (``requests`` and/or ``state``);
+    the context's ``elicit``/``sample``/``list_roots`` raise it for them.
+    """
+
+    def __init__(
+        self, requests: dict[str, InputRequest] | None = None, state: Any = None
+    ) -> None:
+        super().__init__("input required")
+        self.requests = requests
+        self.state = state
+
+
+class Context:
+    """What a handler knows about the request it serves, and how it talks back."""
+
+    __slots__ = (
+        "_answers",
+        "_emit",
+        "_seq",
+        "client_capabilities",
+        "client_info",
+        "headers",
+        "log_level",
+        "meta",
+        "method",
+        "progress_token",
+        "protocol_version",
+        "request_id",
+        "state",
+    )
+
+    def __init__(
+        self,
+        request_id: int | str | None,
+        method: str,
+        meta: RequestMeta | None,
+        emit: Emit | None = None,
+        answers: dict[str, msgspec.Raw] | None = None,
+        state: Any = None,
+        headers: McpHeaders | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.meta = meta
+        self.protocol_version = meta.protocol_version if meta is not None else None
+        self.client_capabilities = (
+            meta.client_capabilities
+            if meta is not None and meta.client_capabilities is not None
+            else _NO_CAPABILITIES
+        )
+        self.client_info: Implementation | None = meta.client_info if meta is not None else None
+        self.log_level = meta.log_level if meta is not None else None
+        self.progress_token = meta.progress_token if meta is not None else None
+        self._emit = emit
+        self._answers = answers or {}
+        self._seq = 0
+        self.headers = headers
+        """The MCP headers of the HTTP request (None on other transports)."""
+        self.state = state
+        """Opaque handler state carried across MRTR rounds (see :class:`InputRequired`)."""
+
+    def __repr__(self) -> str:
+        return f"<Context {self.method} id={self.request_id!r}>"
+
+    # -- notifications on this request's stream ------------------------------------------
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """Send a notification on this request's stream (opens SSE on the first one)."""
+        if self._emit is not None:
+            await self._emit(encode_notification(method, params))
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for progress on this request."""
+        if self.progress_token is None or self._emit is None:
+            return
+        params = ProgressParams(
+            progress_token=self.progress_token, progress=progress, total=total, message=message
+        )
+        await self._emit(encode_notification("notifications/progress", params))
+
+    async def log(self, level: LoggingLevel, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` when the request asked for this level or lower."""
+        wanted = self.log_level
+        if wanted is None or self._emit is None or _LEVELS[level] < _LEVELS[wanted]:
+            return
+        params = LoggingMessageParams(level=level, data=data, logger=logger)
+        await self._emit(encode_notification("notifications/message", params))
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)
+
+    # -- input from the client (MRTR) ----------------------------------------------------
+
+    @property
+    def answers(self) -> dict[str, msgspec.Raw]:
+        """Every input answer received for this request so far, raw, by key."""
+        return self._answers
+
+    def answer(self, key: str) -> msgspec.Raw | None:
+        """The raw answer to input request ``key`` if the client has sent it."""
+        return self._answers.get(key)
+
+    async def request_input(self, requests: dict[str, InputRequest]) -> dict[str, msgspec.Raw]:
+        """Ask for several inputs at once; returns their raw answers when all are present."""
+        missing: dict[str, InputRequest] = {}
+        for key, request in requests.items():
+            if key not in self._answers:
+                capability = _CAPABILITY_OF[type(request)]
+                if getattr(self.client_capabilities, capability) is None:
+                    raise MissingClientCapability(
+                        f"Missing required client capability: {capability}",
+                        {"requiredCapabilities": {capability: {}}},
+                    )
+                missing[key] = request
+        if missing:
+            raise InputRequired(missing, self.state)
+        return {key: self._answers[key] for key in requests}
+
+    def _next_key(self, kind: str) -> str:
+        self._seq += 1
+        return f"{kind}-{self._seq}"
+
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitResult:
+        """Ask the user to fill in a form described by a (flat) JSON schema."""
+        key = key or self._next_key("elicit")
+        request = ElicitRequest(
+            params=ElicitParams(message=message, mode="form", requested_schema=schema)
+        )
+        raw = (await self.request_input({key: request}))[key]
+        return _decode_answer(raw, ElicitResult, key)
+
+    async def sample(
+        self,
+        messages: list[SamplingMessage] | str,
+        *,
+        max_tokens: int = 256,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        model_preferences: ModelPreferences | None = None,
+        key: str | None = None,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a completion."""
+        if isinstance(messages, str):
+            messages = [SamplingMessage(role="user", content={"type": "text", "text": messages})]
+        key = key or self._next_key("sample")
+        request = CreateMessageRequest(
+            params=CreateMessageParams(
+                messages=messages,
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                temperature=temperature,
+                model_preferences=model_preferences,
+            )
+        )
+        raw = (await self.request_input({key: request}))[key]
+        return _decode_answer(raw, CreateMessageResult, key)
+
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """Ask the client for its roots."""
+        key = key or self._next_key("roots")
+        raw = (await self.request_input({key: ListRootsRequest()}))[key]
+        return _decode_answer(raw, ListRootsResult, key).roots
+
+
+def _decode_answer(raw: msgspec.Raw, type_: type[Any], key: str) -> Any:
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except msgspec.DecodeError as exc:
+        raise InvalidParams(f"Invalid params: inputResponses[{key!r}]: {exc}") from None

@@ -1,0 +1,234 @@
+"""Dispatch: one decoded request in, one reply (or a stream) out.
+
+The dispatcher owns the order of checks for a modern-era request over HTTP:
+
+1. decode the envelope (-32700 / -32600),
+2. find the method (-32601, HTTP 404),
+3. check ``Mcp-Method`` against the body (-32020),
+4. decode params into the method's type (-32602) and check ``Mcp-Name`` (-32020),
+5. check the per-request ``_meta`` fields (-32602),
+6. check ``MCP-Protocol-Version`` against ``_meta`` (-32020), then that it is served (-32022),
+7. run the handler with a :class:`Context`; while it runs past a short grace period, a
+   watcher cancels it if the client disconnects (closing the stream is cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+
+from millimcp.codec import DEFAULT_MAX_DEPTH
+from millimcp.errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+    UnsupportedProtocolVersion,
+)
+from millimcp.protocol import (
+    METHODS,
+    MODERN_VERSIONS,
+    McpHeaders,
+    RequestStateSealer,
+    SealedState,
+    decode_message,
+    encode_error,
+    encode_result,
+)
+from millimcp.protocol.types import InputRequiredResult, RequestMeta
+from millimcp.session.context import Context, InputRequired
+from millimcp.transports.http import Exchange
+
+__all__ = ["Dispatcher", "RequestHandler"]
+
+log: Final = logging.getLogger("millimcp.session")
+
+RequestHandler = Callable[[Any, Context], Awaitable[Any]]
+"""``handler(params, ctx) -> result struct`` for one method."""
+
+_EMPTY_PARAMS: Final = b"{}"
+
+
+class Dispatcher:
+    """Routes requests to handlers by method; implements the transport's MessageHandler."""
+
+    def __init__(
+        self,
+        handlers: dict[str, RequestHandler],
+        sealer: RequestStateSealer,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self.handlers = handlers
+        self.sealer = sealer
+        self.max_depth = max_depth
+        self._decoders = {m: msgspec.json.Decoder(spec.params) for m, spec in METHODS.items()}
+
+    def __repr__(self) -> str:
+        return f"<Dispatcher methods={len(self.handlers)}>"
+
+    async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
+        try:
+            message = decode_message(body, self.max_depth)
+        except ProtocolError as exc:
+            await exchange.reply(exc.http_status, encode_error(None, exc))
+            return
+        method = message.method
+        request_id = message.id
+        if method is msgspec.UNSET:
+            error = InvalidRequest("Invalid request: clients must not send responses here")
+            await exchange.reply(400, encode_error(None, error))
+            return
+        if request_id is msgspec.UNSET:
+            await exchange.accepted()  # notifications: nothing to do in the modern era
+            return
+        assert isinstance(request_id, int | str)
+        try:
+            handler, params, meta = self._admit(method, message.params, headers)
+        except ProtocolError as exc:
+            await exchange.reply(exc.http_status, encode_error(request_id, exc))
+            return
+        if METHODS[method].input_required and (params.request_state or params.input_responses):
+            try:
+                answers, state = self._gather(method, params)
+            except ProtocolError as exc:
+                await exchange.reply(exc.http_status, encode_error(request_id, exc))
+                return
+            ctx = Context(request_id, method, meta, exchange.emit, answers, state, headers)
+        else:
+            ctx = Context(request_id, method, meta, exchange.emit, headers=headers)
+        reply = await self._run(handler, params, ctx, exchange)
+        if reply is None:
+            return  # the client went away; the request was cancelled
+        status, data = reply
+        if exchange.streaming:
+            await exchange.send_event(data)
+            await exchange.end_stream()
+        else:
+            await exchange.reply(status, data)
+
+    def _admit(
+        self, method: str, raw_params: msgspec.Raw, headers: McpHeaders
+    ) -> tuple[RequestHandler, Any, RequestMeta]:
+        handler = self.handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        headers.check_method(method)
+        try:
+            params = self._decoders[method].decode(raw_params or _EMPTY_PARAMS)
+        except msgspec.DecodeError as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+        name_field = METHODS[method].name_field
+        if name_field is not None:
+            headers.check_name(getattr(params, name_field))
+        meta = params.meta
+        if meta is None or meta.protocol_version is None or meta.client_capabilities is None:
+            raise InvalidParams(
+                "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+                "and io.modelcontextprotocol/clientCapabilities"
+            )
+        version = meta.protocol_version
+        headers.check_version(version)
+        if version not in MODERN_VERSIONS:
+            raise UnsupportedProtocolVersion(
+                "Unsupported protocol version",
+                {"supported": list(MODERN_VERSIONS), "requested": version},
+            )
+        return handler, params, meta
+
+    async def _run(
+        self, handler: RequestHandler, params: Any, ctx: Context, exchange: Exchange
+    ) -> tuple[int, bytes] | None:
+        """Run one handler; return (status, encoded reply), or None if the client left."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        watch = _DisconnectWatch(exchange, task)
+        timer = loop.call_later(exchange.config.disconnect_watch_after_s, watch.start)
+        try:
+            result = await handler(params, ctx)
+        except InputRequired as need:
+            result = self._input_required(need, params, ctx)
+        except ProtocolError as exc:
+            return exc.http_status, encode_error(ctx.request_id, exc)
+        except asyncio.CancelledError:
+            if watch.disconnected:
+                if task is not None:
+                    task.uncancel()
+                return None
+            raise
+        except Exception:
+            log.exception("handler for %s failed", ctx.method)
+            return 500, encode_error(ctx.request_id, InternalError("Internal error"))
+        finally:
+            timer.cancel()
+            watch.stop()
+        assert ctx.request_id is not None
+        return 200, encode_result(ctx.request_id, result)
+
+    def _gather(self, method: str, params: Any) -> tuple[dict[str, msgspec.Raw], Any]:
+        """Answers so far (sealed state + this round's responses) and the handler's state."""
+        answers: dict[str, msgspec.Raw] = {}
+        state: Any = None
+        if params.request_state:
+            sealed = self.sealer.open(
+                params.request_state, request_binding(method, params), time.time()
+            )
+            answers.update(sealed.answers)
+            state = sealed.user
+        if params.input_responses:
+            answers.update(params.input_responses)
+        return answers, state
+
+    def _input_required(self, need: InputRequired, params: Any, ctx: Context) -> Any:
+        if not METHODS[ctx.method].input_required:
+            log.error("%s asked for client input, which the method does not allow", ctx.method)
+            raise InternalError("Internal error")
+        binding = request_binding(ctx.method, params)
+        state = SealedState(binding, time.time() + self.sealer.ttl, ctx.answers, need.state)
+        return InputRequiredResult(
+            input_requests=need.requests, request_state=self.sealer.seal(state)
+        )
+
+
+def request_binding(method: str, params: Any) -> str:
+    """What a request state is bound to: the method, the target and its arguments."""
+    if method == "tools/call":
+        return RequestStateSealer.binding(method, params.name, bytes(params.arguments))
+    if method == "prompts/get":
+        arguments = b"" if params.arguments is None else msgspec.json.encode(params.arguments)
+        return RequestStateSealer.binding(method, params.name, arguments)
+    return RequestStateSealer.binding(method, getattr(params, "uri", ""), b"")
+
+
+class _DisconnectWatch:
+    """Started only for handlers that outlive the grace period: cancels them on disconnect."""
+
+    __slots__ = ("_task", "_watcher", "disconnected", "exchange")
+
+    def __init__(self, exchange: Exchange, task: asyncio.Task[Any] | None) -> None:
+        self.exchange = exchange
+        self._task = task
+        self._watcher: asyncio.Task[None] | None = None
+        self.disconnected = False
+
+    def start(self) -> None:
+        self._watcher = asyncio.ensure_future(self.exchange.wait_disconnect())
+        self._watcher.add_done_callback(self._on_disconnect)
+
+    def _on_disconnect(self, watcher: asyncio.Task[None]) -> None:
+        if watcher.cancelled() or watcher.exception() is not None:
+            return
+        self.disconnected = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+

@@ -1,0 +1,1 @@
+"""Transports move framed bytes, never MCP objects."""

@@ -1,0 +1,295 @@
+"""Streamable HTTP, server side, as a plain ASGI app.
+
+The app checks what HTTP alone can check (path, method, Host and Origin, content type,
+body size), reads the body, and hands the bytes with the MCP headers to a
+:class:`MessageHandler` together with an :class:`Exchange` through which the handler
+answers: one JSON body, ``202 Accepted``, or an SSE stream of events. It never decodes
+JSON-RPC itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from millimcp.codec import SSE_KEEPALIVE, sse_event
+from millimcp.errors import InvalidRequest, ProtocolError
+from millimcp.protocol import McpHeaders, encode_error
+
+__all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+_SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+@dataclass(frozen=True, slots=True)
+class HttpConfig:
+    """Settings of the HTTP binding. Defaults are safe for a server bound to loopback."""
+
+    path: str | None = "/mcp"
+    """Endpoint path; ``None`` answers on any path (useful when mounted)."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    allowed_hosts: tuple[str, ...] | None = _LOOPBACK_HOSTS
+    """Host header names accepted (port ignored); ``None`` accepts any (DNS-rebinding risk)."""
+    allowed_origins: tuple[str, ...] | None = None
+    """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
+    sse_keepalive_s: float = 15.0
+    """Seconds between keep-alive comments on a quiet SSE stream."""
+    disconnect_watch_after_s: float = 0.05
+    """Handlers still running after this long get a watcher that cancels them on disconnect."""
+
+
+class Exchange:
+    """One HTTP request/response: how a handler answers. Created by the transport."""
+
+    __slots__ = ("_keepalive", "_receive", "_send", "config", "started", "streaming")
+
+    def __init__(self, receive: Receive, send: Send, config: HttpConfig) -> None:
+        self._receive = receive
+        self._send = send
+        self.config = config
+        self.started = False
+        self.streaming = False
+        self._keepalive: asyncio.Task[None] | None = None
+
+    async def reply(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """Send the whole response: a JSON body (or none when ``body`` is empty)."""
+        self.started = True
+        hdrs = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())] if body else []
+        if headers:
+            hdrs += headers
+        await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await self._send({"type": "http.response.body", "body": body})
+
+    async def accepted(self) -> None:
+        self.started = True
+        await self._send({"type": "http.response.start", "status": 202, "headers": []})
+        await self._send({"type": "http.response.body", "body": b""})
+
+    async def start_stream(self) -> None:
+        """Switch to an SSE response; from here on, messages go out as events."""
+        if self.streaming:
+            return
+        self.started = True
+        self.streaming = True
+        await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        if self.config.sse_keepalive_s > 0:
+            self._keepalive = asyncio.create_task(self._send_keepalives())
+
+    async def emit(self, message: bytes) -> None:
+        """Send a message ahead of the response, switching to SSE on the first one."""
+        if not self.streaming:
+            await self.start_stream()
+        await self._send(
+            {"type": "http.response.body", "body": sse_event(message), "more_body": True}
+        )
+
+    async def send_event(self, message: bytes) -> None:
+        await self._send(
+            {"type": "http.response.body", "body": sse_event(message), "more_body": True}
+        )
+
+    async def end_stream(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            self._keepalive = None
+        await self._send({"type": "http.response.body", "body": b""})
+
+    async def wait_disconnect(self) -> None:
+        """Return when the client goes away (the body has been read already)."""
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                return
+
+    async def _send_keepalives(self) -> None:
+        interval = self.config.sse_keepalive_s
+        with contextlib.suppress(OSError, RuntimeError):
+            while True:
+                await asyncio.sleep(interval)
+                await self._send(
+                    {"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True}
+                )
+
+
+class MessageHandler(Protocol):
+    """What the transport calls with each POSTed message."""
+
+    async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None: ...
+
+
+class StreamableHTTPApp:
+    """The ASGI application for one MCP endpoint."""
+
+    def __init__(
+        self,
+        handler: MessageHandler,
+        config: HttpConfig | None = None,
+        lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+    ) -> None:
+        self.handler = handler
+        self.config = config or HttpConfig()
+        self._lifespan = lifespan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._run_lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        config = self.config
+        if config.path is not None and scope["path"] != config.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        host = origin = content_type = None
+        content_length = -1
+        mcp = McpHeaders()
+        for name, value in scope["headers"]:
+            if name.startswith(b"mcp-"):
+                _mcp_header(mcp, name, value)
+            elif name == b"host":
+                host = value
+            elif name == b"origin":
+                origin = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"content-length":
+                try:
+                    content_length = int(value)
+                except ValueError:
+                    content_length = -2
+        refusal = self._check_host_origin(host, origin)
+        if refusal is not None:
+            await _error(send, 403, refusal)
+            return
+        method = scope["method"]
+        if method != "POST":
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            return
+        if content_type is None or not content_type.split(b";", 1)[0].strip().lower().endswith(
+            b"json"
+        ):
+            await _error(send, 415, "Unsupported Media Type: Content-Type must be application/json")
+            return
+        limit = config.max_body_bytes
+        if content_length > limit or content_length == -2:
+            await _error(send, 413, f"Request body larger than {limit} bytes")
+            return
+        body = await _read_body(receive, limit)
+        if body is None:
+            await _error(send, 413, f"Request body larger than {limit} bytes")
+            return
+        exchange = Exchange(receive, send, config)
+        await self.handler.handle_http(body, mcp, exchange)
+
+    def _check_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
+        allowed_hosts = self.config.allowed_hosts
+        if allowed_hosts is not None:
+            if host is None:
+                return "Forbidden: missing Host header"
+            if _host_name(host.decode("latin-1")) not in allowed_hosts:
+                return "Forbidden: Host not allowed"
+        if origin is not None:
+            allowed = self.config.allowed_origins
+            text = origin.decode("latin-1")
+            if allowed is not None and ("*" in allowed or text in allowed):
+                return None
+            if text == "null" or _host_name(text.partition("://")[2]) not in _LOOPBACK_HOSTS:
+                return "Forbidden: Origin not allowed"
+        return None
+
+    async def _run_lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        if self._lifespan is None:
+            await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        started = False
+        try:
+            async with self._lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                started = True
+                await receive()
+        except Exception as exc:
+            kind = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": kind, "message": repr(exc)})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def _host_name(host: str) -> str:
+    """``host[:port]`` -> host, keeping bracketed IPv6 literals whole."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _mcp_header(mcp: McpHeaders, name: bytes, value: bytes) -> None:
+    text = value.decode("latin-1")
+    if name == b"mcp-protocol-version":
+        mcp.protocol_version = text
+    elif name == b"mcp-method":
+        mcp.method = text
+    elif name == b"mcp-name":
+        mcp.name = text
+    elif name.startswith(b"mcp-param-"):
+        if mcp.params is None:
+            mcp.params = {}
+        mcp.params[name[10:].decode("latin-1")] = text
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body if len(body) <= limit else None
+    chunks = [body]
+    size = len(body)
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _plain(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    hdrs = [(b"content-type", b"text/plain; charset=utf-8"), *(headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _error(send: Send, status: int, message: str) -> None:
+    """An HTTP refusal with a JSON-RPC error body that has no id."""
+    error: ProtocolError = InvalidRequest(message)
+    body = encode_error(None, error)
+    await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+    await send({"type": "http.response.body", "body": body})
+
