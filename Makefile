@@ -1,0 +1,63 @@
+# millimcp — every target sets up what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+TOOLS  := $(CURDIR)/.tools
+NODE   := $(TOOLS)/node_modules/node/bin/node
+SUITE  := $(TOOLS)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+INSPECTOR := $(TOOLS)/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js
+PORT   ?= 8765
+
+export MILLIMCP_NODE := $(NODE)
+export MILLIMCP_CONFORMANCE := $(SUITE)
+export MILLIMCP_INSPECTOR := $(INSPECTOR)
+
+.PHONY: setup tools test check lint typecheck conformance bench demo clean
+
+setup: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+# Node 22 (the npm package node@22; the machine's Node 20 cannot run the suite), the
+# conformance suite and the Inspector, in a git-ignored folder.
+tools: $(TOOLS)/.installed
+
+$(TOOLS)/.installed:
+	mkdir -p $(TOOLS)
+	test -f $(TOOLS)/package.json || echo '{"name": "millimcp-tools", "private": true}' > $(TOOLS)/package.json
+	cd $(TOOLS) && npm install --no-audit --no-fund --loglevel=error \
+		node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 @modelcontextprotocol/inspector@2.12.0
+	test -x $(NODE) || (cd $(TOOLS)/node_modules/node && node installArchSpecificPackage)
+	$(NODE) --version
+	test -f $(SUITE) && test -f $(INSPECTOR)
+	touch $@
+
+test: setup tools
+	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
+
+typecheck: setup
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+conformance: setup tools
+	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/conformance
+
+bench: setup
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/server_overhead.py --runs 3 --duration 5
+
+# Until the case study lands: start the conformance fixture server and call a tool on it.
+demo: setup
+	$(BIN)/python examples/demo.py --port $(PORT)
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
