@@ -46,7 +46,9 @@ def _form(message: str, field: str, kind: str = "string") -> ElicitRequest:
 
 def _sampling(prompt: str, max_tokens: int) -> CreateMessageRequest:
     message = SamplingMessage(role="user", content={"type": "text", "text": prompt})
-    return CreateMessageRequest(params=CreateMessageParams(messages=[message], max_tokens=max_tokens))
+    return CreateMessageRequest(
+        params=CreateMessageParams(messages=[message], max_tokens=max_tokens)
+    )
 
 
 # -- plain tools (tools/call scenarios) ------------------------------------------------------
@@ -140,8 +142,10 @@ async def test_trigger_prompt_change() -> str:
     return "Prompt list change announced"
 
 
-@server.tool(description="Echoes a region mirrored in the Mcp-Param-Region header.",
-             headers={"region": "Region"})
+@server.tool(
+    description="Echoes a region mirrored in the Mcp-Param-Region header.",
+    headers={"region": "Region"},
+)
 async def test_custom_header(region: str) -> str:
     return f"Region: {region}"
 
@@ -270,22 +274,34 @@ async def json_schema_2020_12_tool(name: str = "") -> str:
 # -- resources --------------------------------------------------------------------------------
 
 
-@server.resource("test://static-text", name="static-text", mime_type="text/plain",
-                 description="A static text resource.")
+@server.resource(
+    "test://static-text",
+    name="static-text",
+    mime_type="text/plain",
+    description="A static text resource.",
+)
 def static_text() -> str:
     return "This is the content of the static text resource."
 
 
-@server.resource("test://static-binary", name="static-binary", mime_type="image/png",
-                 description="A static binary resource.")
+@server.resource(
+    "test://static-binary",
+    name="static-binary",
+    mime_type="image/png",
+    description="A static binary resource.",
+)
 def static_binary() -> bytes:
     import base64
 
     return base64.b64decode(PNG)
 
 
-@server.resource("test://template/{id}/data", name="template", mime_type="application/json",
-                 description="A resource template with an id.")
+@server.resource(
+    "test://template/{id}/data",
+    name="template",
+    mime_type="application/json",
+    description="A resource template with an id.",
+)
 def template_data(id: str) -> dict[str, Any]:
     return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
 
@@ -304,7 +320,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @server.prompt(description="A prompt that embeds a resource.")
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:  # noqa: N803
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
     return [
         PromptMessage(
             role="user",

@@ -26,7 +26,12 @@ META = {
 
 
 def call(url: str, request_id: int, method: str, params: dict[str, Any]) -> tuple[Any, float]:
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": META}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {**params, "_meta": META},
+    }
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
@@ -69,8 +74,10 @@ def main() -> None:
         print(f"millimcp server on {url}\n")
         discover, ms = call(url, 1, "server/discover", {})
         info = discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]
-        print(f"server/discover  {ms:6.1f} ms  {info['name']} {info['version']}, "
-              f"versions {discover['result']['supportedVersions']}")
+        print(
+            f"server/discover  {ms:6.1f} ms  {info['name']} {info['version']}, "
+            f"versions {discover['result']['supportedVersions']}"
+        )
         for request_id in range(2, 5):
             result, ms = call(url, request_id, "tools/call", {"name": "test_simple_text"})
             text = result["result"]["content"][0]["text"]

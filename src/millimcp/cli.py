@@ -48,7 +48,9 @@ def run_app(
         try:
             import uvicorn
         except ImportError:
-            raise ConfigurationError("uvicorn is not installed: pip install 'millimcp[serve]'")
+            raise ConfigurationError(
+                "uvicorn is not installed: pip install 'millimcp[serve]'"
+            ) from None
         uvicorn.run(
             app,
             host=host,
@@ -66,7 +68,9 @@ def run_app(
             from granian import Granian  # type: ignore[import-not-found]
             from granian.constants import Interfaces  # type: ignore[import-not-found]
         except ImportError:
-            raise ConfigurationError("granian is not installed: pip install 'millimcp[granian]'")
+            raise ConfigurationError(
+                "granian is not installed: pip install 'millimcp[granian]'"
+            ) from None
         if not isinstance(app, str):
             raise ConfigurationError("granian needs an import string (module:attribute)")
         Granian(app, address=host, port=port, workers=workers, interface=Interfaces.ASGI).serve()
@@ -86,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="millimcp", description="The millimcp command line.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve an MCP server over Streamable HTTP")
-    serve.add_argument("target", help="module:attribute of a millimcp Server (default attr: server)")
+    serve.add_argument(
+        "target", help="module:attribute of a millimcp Server (default attr: server)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")

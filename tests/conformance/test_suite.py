@@ -45,8 +45,17 @@ def test_2026_07_28_requirements(conformance_url: str, tmp_path: Path, missing_t
     node, entry = _suite(missing_tool)
     output = tmp_path / "results"
     proc = subprocess.run(
-        [node, entry, "server", "--url", conformance_url, "--requirements", "2026-07-28",
-         "-o", str(output)],
+        [
+            node,
+            entry,
+            "server",
+            "--url",
+            conformance_url,
+            "--requirements",
+            "2026-07-28",
+            "-o",
+            str(output),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from conftest import Rpc, body_for, headers_for
 
 
@@ -64,8 +65,12 @@ def test_unknown_method(rpc: Rpc) -> None:
 )
 def test_wrong_params(rpc: Rpc, params: dict[str, object]) -> None:
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {**params, "_meta": json.loads(body_for("x"))["params"]["_meta"]}}
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {**params, "_meta": json.loads(body_for("x"))["params"]["_meta"]},
+        }
     )
     response = rpc.post(body, headers_for("tools/call", "echo"))
     reply = response.json()
@@ -96,8 +101,14 @@ def test_invalid_arguments_are_a_tool_error(rpc: Rpc) -> None:
     [
         (headers_for("tools/list"), -32020),  # Mcp-Method says tools/list, body tools/call
         ({**headers_for("tools/call"), "Mcp-Name": "other"}, -32020),
-        ({k: v for k, v in headers_for("tools/call", "echo").items()
-          if k != "MCP-Protocol-Version"}, -32020),
+        (
+            {
+                k: v
+                for k, v in headers_for("tools/call", "echo").items()
+                if k != "MCP-Protocol-Version"
+            },
+            -32020,
+        ),
         ({**headers_for("tools/call", "echo"), "MCP-Protocol-Version": "2025-06-18"}, -32020),
     ],
     ids=["method", "name", "version-missing", "version-differs"],
@@ -120,11 +131,21 @@ def test_missing_meta_is_invalid_params(rpc: Rpc) -> None:
 
 def test_unsupported_version(rpc: Rpc) -> None:
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": 4, "method": "server/discover", "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "1999-01-01",
-            "io.modelcontextprotocol/clientCapabilities": {}}}}
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "server/discover",
+            "params": {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "1999-01-01",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            },
+        }
     )
-    response = rpc.post(body, {**headers_for("server/discover"), "MCP-Protocol-Version": "1999-01-01"})
+    response = rpc.post(
+        body, {**headers_for("server/discover"), "MCP-Protocol-Version": "1999-01-01"}
+    )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == -32022
@@ -173,8 +194,9 @@ def test_nan_and_infinity_are_rejected(rpc: Rpc) -> None:
 
 
 def test_notification_is_accepted(rpc: Rpc) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": 1}})
+    body = json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
     response = rpc.post(body, headers_for("notifications/cancelled"))
     assert response.status_code == 202
     assert response.content == b""
@@ -216,7 +238,7 @@ def test_a_peer_that_vanishes_mid_body(server_url: str) -> None:
     with socket.create_connection((parts.hostname, parts.port)) as sock:
         sock.sendall(
             b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 1000\r\n\r\n{\"jsonrpc\":"
+            b'Content-Length: 1000\r\n\r\n{"jsonrpc":'
         )
     import httpx
 

@@ -3,12 +3,14 @@ cancellation on disconnect, pagination, MRTR, subscriptions, resources and promp
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+
 from conftest import Rpc, body_for, headers_for, sse_messages
 
 
@@ -22,7 +24,8 @@ def test_discover(rpc: Rpc) -> None:
     }
     assert set(result["capabilities"]) >= {"tools", "resources", "prompts"}
     assert result["instructions"] == "Tools for millimcp's own tests."
-    assert result["ttlMs"] >= 0 and result["cacheScope"] in ("public", "private")
+    assert result["ttlMs"] >= 0
+    assert result["cacheScope"] in ("public", "private")
 
 
 def _all_tools(rpc: Rpc) -> list[dict[str, object]]:
@@ -40,8 +43,10 @@ def _all_tools(rpc: Rpc) -> list[dict[str, object]]:
 
 def test_pagination_covers_every_tool_once(rpc: Rpc) -> None:
     names = [tool["name"] for tool in _all_tools(rpc)]
-    assert len(names) == len(set(names)) > 10
-    assert names[0] == "echo" and "filler_5" in names
+    assert len(names) == len(set(names))
+    assert len(names) > 10
+    assert names[0] == "echo"
+    assert "filler_5" in names
     reply = rpc.call("tools/list", {"cursor": "not-a-cursor"})
     assert reply["error"]["code"] == -32602
 
@@ -108,7 +113,8 @@ def test_tool_errors_are_results(rpc: Rpc) -> None:
         "isError": True,
     }
     crashed = rpc.tool("crash")
-    assert crashed["isError"] is True and "boom" in crashed["content"][0]["text"]
+    assert crashed["isError"] is True
+    assert "boom" in crashed["content"][0]["text"]
 
 
 def test_per_tool_timeout(rpc: Rpc) -> None:
@@ -137,7 +143,8 @@ def test_progress_and_logs_stream_as_sse(rpc: Rpc) -> None:
     ]
     logs = [m["params"]["data"] for m in messages if m.get("method") == "notifications/message"]
     assert logs == ["step 1", "step 2", "step 3"]
-    assert messages[-1]["id"] == 5 and messages[-1]["result"]["content"][0]["text"] == "3 steps"
+    assert messages[-1]["id"] == 5
+    assert messages[-1]["result"]["content"][0]["text"] == "3 steps"
 
 
 def test_no_progress_token_and_no_log_level_means_plain_json(rpc: Rpc) -> None:
@@ -153,11 +160,12 @@ def test_closing_the_stream_cancels_the_handler(server_url: str, rpc: Rpc) -> No
     tag = f"cancel-{time.monotonic_ns()}"
 
     def doomed() -> None:
-        with httpx.Client(timeout=httpx.Timeout(30, read=0.5)) as client:
-            try:
-                Rpc(client, server_url).tool("slow", {"seconds": 30, "tag": tag})
-            except httpx.ReadTimeout:
-                pass  # the client gives up and closes the connection
+        # The client gives up after 0.5 s and closes the connection.
+        with (
+            httpx.Client(timeout=httpx.Timeout(30, read=0.5)) as client,
+            contextlib.suppress(httpx.ReadTimeout),
+        ):
+            Rpc(client, server_url).tool("slow", {"seconds": 30, "tag": tag})
 
     thread = threading.Thread(target=doomed)
     thread.start()
@@ -173,7 +181,7 @@ def test_closing_the_stream_cancels_the_handler(server_url: str, rpc: Rpc) -> No
 def test_mrtr_round_trip_and_tampering(rpc: Rpc) -> None:
     first = rpc.tool("ask_name")
     assert first["resultType"] == "input_required"
-    (key, request), = first["inputRequests"].items()
+    ((key, request),) = first["inputRequests"].items()
     assert request["method"] == "elicitation/create"
     state = first["requestState"]
     answer = {key: {"action": "accept", "content": {"name": "Alice"}}}
@@ -267,8 +275,10 @@ def test_subscription_stream(server_url: str, rpc: Rpc) -> None:
 
 
 def test_completion_without_handler_is_empty(rpc: Rpc) -> None:
-    params = {"ref": {"type": "ref/prompt", "name": "summarize"},
-              "argument": {"name": "topic", "value": "M"}}
+    params = {
+        "ref": {"type": "ref/prompt", "name": "summarize"},
+        "argument": {"name": "topic", "value": "M"},
+    }
     reply = rpc.call("completion/complete", params)["result"]
     assert reply["completion"]["values"] == []
 
@@ -278,7 +288,5 @@ def test_keep_alive_reuses_one_connection(server_url: str) -> None:
         rpc = Rpc(client, server_url)
         for _ in range(5):
             rpc.works()
-        pool = client._transport._pool  # noqa: SLF001 - count the pooled connections
+        pool = client._transport._pool
         assert len(pool.connections) == 1
-
-

@@ -75,7 +75,7 @@ def decoder_for(type_: Any) -> msgspec.json.Decoder[Any]:
 
 def decode(data: bytes | memoryview, type_: type[T] | Any = Any) -> T:
     """Decode ``data`` (typed when ``type_`` is given), mapping failures to one exception."""
-    decoder = _ANY_DECODER if type_ is Any else decoder_for(type_)
+    decoder = _ANY_DECODER if type_ is Any else decoder_for(type_)  # type: ignore[arg-type]
     try:
         return decoder.decode(data)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:

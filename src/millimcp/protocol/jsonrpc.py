@@ -36,7 +36,7 @@ class Message(msgspec.Struct, forbid_unknown_fields=False):
 
     jsonrpc: str
     method: str | msgspec.UnsetType = msgspec.UNSET
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
     params: msgspec.Raw = _EMPTY
     result: msgspec.Raw = _EMPTY
     error: msgspec.Raw = _EMPTY
@@ -69,7 +69,7 @@ class _ErrorObject(msgspec.Struct, omit_defaults=True):
 class _ErrorResponse(msgspec.Struct, omit_defaults=True):
     jsonrpc: str
     error: _ErrorObject
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _Notification(msgspec.Struct, omit_defaults=True):
@@ -124,7 +124,7 @@ def _id_of(message: Message) -> int | str | None:
 def _salvage_id(data: bytes) -> int | str | None:
     """Best effort to read the id of an invalid request, so its error can carry it."""
     try:
-        value = decode(data)
+        value: Any = decode(data)
     except JsonDecodeFailure:
         return None
     if isinstance(value, dict):
@@ -138,9 +138,7 @@ def encode_result(request_id: int | str, result: Any) -> bytes:
     return encode(_ResultResponse("2.0", request_id, result))
 
 
-def encode_error(
-    request_id: int | str | None | msgspec.UnsetType, error: ProtocolError
-) -> bytes:
+def encode_error(request_id: int | str | msgspec.UnsetType | None, error: ProtocolError) -> bytes:
     """Encode an error reply; ``request_id`` falls back to the one the error carries."""
     if not isinstance(request_id, int | str):
         request_id = error.request_id

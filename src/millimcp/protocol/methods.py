@@ -29,7 +29,7 @@ from millimcp.protocol.types import (
     RequestParams,
 )
 
-__all__ = ["METHODS", "MethodSpec", "NOTIFICATIONS"]
+__all__ = ["METHODS", "NOTIFICATIONS", "MethodSpec"]
 
 
 class MethodSpec(NamedTuple):

@@ -56,9 +56,7 @@ class PromptEntry:
             if required:
                 self.required.append(pname)
             arguments.append(
-                PromptArgument(
-                    name=pname, description=descriptions.get(pname), required=required
-                )
+                PromptArgument(name=pname, description=descriptions.get(pname), required=required)
             )
         self.definition = Prompt(
             name=self.name,

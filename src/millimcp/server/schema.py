@@ -25,8 +25,8 @@ _REF_TEMPLATE: Final = "#/$defs/{name}"
 
 
 def is_pydantic_model(tp: Any) -> bool:
-    return isinstance(tp, type) and hasattr(tp, "model_validate") and hasattr(
-        tp, "model_json_schema"
+    return (
+        isinstance(tp, type) and hasattr(tp, "model_validate") and hasattr(tp, "model_json_schema")
     )
 
 
@@ -104,7 +104,9 @@ class ArgumentModel:
             self.decoder = msgspec.json.Decoder(self.struct)
             schema = json_schema(self.struct)
         except TypeError as exc:
-            raise ConfigurationError(f"{fn.__qualname__}: unsupported parameter type: {exc}")
+            raise ConfigurationError(
+                f"{fn.__qualname__}: unsupported parameter type: {exc}"
+            ) from None
         schema.pop("title", None)
         for name, sub in properties_override.items():
             schema.setdefault("properties", {})[name] = sub
@@ -162,14 +164,18 @@ class OutputModel:
         if _is_content_type(annotation):
             return None
         if (
-            isinstance(annotation, type)
-            and (
-                issubclass(annotation, msgspec.Struct)
-                or dataclasses.is_dataclass(annotation)
-                or typing.is_typeddict(annotation)
-                or is_pydantic_model(annotation)
+            (
+                isinstance(annotation, type)
+                and (
+                    issubclass(annotation, msgspec.Struct)
+                    or dataclasses.is_dataclass(annotation)
+                    or typing.is_typeddict(annotation)
+                    or is_pydantic_model(annotation)
+                )
             )
-        ) or origin in (dict, list, tuple) or annotation in (int, float, bool):
+            or origin in (dict, list, tuple)
+            or annotation in (int, float, bool)
+        ):
             try:
                 return OutputModel(annotation)
             except TypeError:

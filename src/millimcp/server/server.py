@@ -364,12 +364,13 @@ class Server:
     def _page(self, kind: str, params: PaginatedParams) -> tuple[list[Any], str | None]:
         items = self._lists.get(kind)
         if items is None:
-            entries: Sequence[Any] = {
+            by_kind: dict[str, Sequence[Any]] = {
                 "tools": list(self._tools.values()),
                 "prompts": list(self._prompts.values()),
                 "resources": list(self._resources.values()),
                 "templates": self._templates,
-            }[kind]
+            }
+            entries = by_kind[kind]
             items = [msgspec.Raw(msgspec.json.encode(e.definition)) for e in entries]
             self._lists[kind] = items
         start = _decode_cursor(params.cursor) if params.cursor else 0
@@ -521,6 +522,3 @@ def _decode_cursor(cursor: str) -> int:
 
 def _fields(config: HttpConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__slots__}
-
-
-

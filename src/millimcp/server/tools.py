@@ -20,6 +20,7 @@ from millimcp.errors import ConfigurationError, ProtocolError, ToolError
 from millimcp.protocol.types import (
     AudioContent,
     CallToolResult,
+    ContentBlock,
     EmbeddedResource,
     ImageContent,
     ResourceLink,
@@ -180,7 +181,9 @@ def to_call_result(
         return value
     if output is not None:
         structured = output.structured(value)
-        content = [TextContent(text=encode(structured).decode())] if text_mirror else []
+        content: list[ContentBlock] = (
+            [TextContent(text=encode(structured).decode())] if text_mirror else []
+        )
         return CallToolResult(content=content, structured_content=structured)
     if isinstance(value, _CONTENT_TYPES):
         return CallToolResult(content=[value])
@@ -196,6 +199,8 @@ def to_call_result(
         raise TypeError("return content.embedded(...) or content.image(...) for bytes")
     data = msgspec.to_builtins(value)
     if isinstance(data, dict):
-        content = [TextContent(text=encode(data).decode())] if text_mirror else []
-        return CallToolResult(content=content, structured_content=data)
+        mirror: list[ContentBlock] = (
+            [TextContent(text=encode(data).decode())] if text_mirror else []
+        )
+        return CallToolResult(content=mirror, structured_content=data)
     return CallToolResult(content=[TextContent(text=encode(data).decode())])

@@ -56,16 +56,14 @@ _CAPABILITY_OF: Final = {
 Emit = Callable[[bytes], Awaitable[None]]
 
 
-class InputRequired(Exception):  # noqa: N818 - control flow, not an error
+class InputRequired(Exception):
     """Raised to end this round of a request and ask the client for input.
 
     Handlers may raise it themselves for full control (``requests`` and/or ``state``);
     the context's ``elicit``/``sample``/``list_roots`` raise it for them.
     """
 
-    def __init__(
-        self, requests: dict[str, InputRequest] | None = None, state: Any = None
-    ) -> None:
+    def __init__(self, requests: dict[str, InputRequest] | None = None, state: Any = None) -> None:
         super().__init__("input required")
         self.requests = requests
         self.state = state
@@ -201,7 +199,8 @@ class Context:
             params=ElicitParams(message=message, mode="form", requested_schema=schema)
         )
         raw = (await self.request_input({key: request}))[key]
-        return _decode_answer(raw, ElicitResult, key)
+        answer: ElicitResult = _decode_answer(raw, ElicitResult, key)
+        return answer
 
     async def sample(
         self,
@@ -227,13 +226,15 @@ class Context:
             )
         )
         raw = (await self.request_input({key: request}))[key]
-        return _decode_answer(raw, CreateMessageResult, key)
+        result: CreateMessageResult = _decode_answer(raw, CreateMessageResult, key)
+        return result
 
     async def list_roots(self, *, key: str | None = None) -> list[Root]:
         """Ask the client for its roots."""
         key = key or self._next_key("roots")
         raw = (await self.request_input({key: ListRootsRequest()}))[key]
-        return _decode_answer(raw, ListRootsResult, key).roots
+        roots: ListRootsResult = _decode_answer(raw, ListRootsResult, key)
+        return roots.roots
 
 
 def _decode_answer(raw: msgspec.Raw, type_: type[Any], key: str) -> Any:

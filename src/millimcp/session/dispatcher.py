@@ -231,4 +231,3 @@ class _DisconnectWatch:
     def stop(self) -> None:
         if self._watcher is not None:
             self._watcher.cancel()
-

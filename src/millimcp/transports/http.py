@@ -292,4 +292,3 @@ async def _error(send: Send, status: int, message: str) -> None:
     body = encode_error(None, error)
     await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
     await send({"type": "http.response.body", "body": body})
-

@@ -81,7 +81,9 @@ class CreateMessageParams(McpStruct, kw_only=True):
     tool_choice: JSONObject | None = None
 
 
-class CreateMessageRequest(McpStruct, tag_field="method", tag="sampling/createMessage", kw_only=True):
+class CreateMessageRequest(
+    McpStruct, tag_field="method", tag="sampling/createMessage", kw_only=True
+):
     params: CreateMessageParams
 
 

@@ -95,4 +95,6 @@ class ToolResultContent(McpStruct, tag_field="type", tag="tool_result", kw_only=
     meta: JSONObject | None = msgspec.field(default=None, name="_meta")
 
 
-ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+ContentBlock: TypeAlias = (
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+)
