@@ -47,20 +47,31 @@ def encode_header_value(value: str) -> str:
 class McpHeaders:
     """The MCP headers of one HTTP request, as the transport found them (latin-1 str)."""
 
-    __slots__ = ("method", "name", "params", "protocol_version")
+    __slots__ = ("_params", "_raw", "method", "name", "protocol_version")
 
     def __init__(
         self,
         protocol_version: str | None = None,
         method: str | None = None,
         name: str | None = None,
-        params: dict[str, str] | None = None,
+        raw: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self.protocol_version = protocol_version
         self.method = method
         self.name = name
-        self.params = params
-        """``Mcp-Param-*`` values keyed by lower-cased name suffix."""
+        self._raw = raw
+        self._params: dict[str, str] | None = None
+
+    @property
+    def params(self) -> dict[str, str]:
+        """``Mcp-Param-*`` values keyed by lower-cased name suffix (read on first use)."""
+        if self._params is None:
+            self._params = {
+                name[10:].decode("latin-1"): value.decode("latin-1")
+                for name, value in self._raw or ()
+                if name[:10].lower() == b"mcp-param-"
+            }
+        return self._params
 
     def check_method(self, method: str) -> None:
         if self.method is None:
@@ -92,7 +103,7 @@ class McpHeaders:
 
     def check_param(self, header: str, value: object) -> None:
         """Check one ``x-mcp-header`` parameter; ``value`` None means absent from the body."""
-        sent = None if self.params is None else self.params.get(header.lower())
+        sent = self.params.get(header.lower())
         if value is None:
             return
         if sent is None:

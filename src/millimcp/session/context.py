@@ -76,14 +76,9 @@ class Context:
         "_answers",
         "_emit",
         "_seq",
-        "client_capabilities",
-        "client_info",
         "headers",
-        "log_level",
         "meta",
         "method",
-        "progress_token",
-        "protocol_version",
         "request_id",
         "state",
     )
@@ -101,15 +96,6 @@ class Context:
         self.request_id = request_id
         self.method = method
         self.meta = meta
-        self.protocol_version = meta.protocol_version if meta is not None else None
-        self.client_capabilities = (
-            meta.client_capabilities
-            if meta is not None and meta.client_capabilities is not None
-            else _NO_CAPABILITIES
-        )
-        self.client_info: Implementation | None = meta.client_info if meta is not None else None
-        self.log_level = meta.log_level if meta is not None else None
-        self.progress_token = meta.progress_token if meta is not None else None
         self._emit = emit
         self._answers = answers or {}
         self._seq = 0
@@ -117,6 +103,29 @@ class Context:
         """The MCP headers of the HTTP request (None on other transports)."""
         self.state = state
         """Opaque handler state carried across MRTR rounds (see :class:`InputRequired`)."""
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.meta.protocol_version if self.meta is not None else None
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        meta = self.meta
+        if meta is None or meta.client_capabilities is None:
+            return _NO_CAPABILITIES
+        return meta.client_capabilities
+
+    @property
+    def client_info(self) -> Implementation | None:
+        return self.meta.client_info if self.meta is not None else None
+
+    @property
+    def log_level(self) -> LoggingLevel | None:
+        return self.meta.log_level if self.meta is not None else None
+
+    @property
+    def progress_token(self) -> int | str | None:
+        return self.meta.progress_token if self.meta is not None else None
 
     def __repr__(self) -> str:
         return f"<Context {self.method} id={self.request_id!r}>"

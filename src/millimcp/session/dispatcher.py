@@ -8,8 +8,9 @@ The dispatcher owns the order of checks for a modern-era request over HTTP:
 4. decode params into the method's type (-32602) and check ``Mcp-Name`` (-32020),
 5. check the per-request ``_meta`` fields (-32602),
 6. check ``MCP-Protocol-Version`` against ``_meta`` (-32020), then that it is served (-32022),
-7. run the handler with a :class:`Context`; while it runs past a short grace period, a
-   watcher cancels it if the client disconnects (closing the stream is cancellation).
+7. run the handler with a :class:`Context`; if it runs past a short grace period, a
+   watcher cancels it when the client disconnects (closing the stream is cancellation;
+   see :mod:`millimcp.session.disconnects`).
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from millimcp.protocol import (
     encode_error,
     encode_result,
 )
-from millimcp.protocol.types import InputRequiredResult, RequestMeta
+from millimcp.protocol.types import InputRequiredResult
 from millimcp.session.context import Context, InputRequired
+from millimcp.session.disconnects import DisconnectSweeper, Watched
 from millimcp.transports.http import Exchange
 
 __all__ = ["Dispatcher", "RequestHandler"]
@@ -64,45 +66,72 @@ class Dispatcher:
         sealer: RequestStateSealer,
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        disconnect_sweep_s: float = 0.05,
     ) -> None:
         self.handlers = handlers
         self.sealer = sealer
         self.max_depth = max_depth
-        self._decoders = {m: msgspec.json.Decoder(spec.params) for m, spec in METHODS.items()}
+        self._routes: dict[str, tuple[RequestHandler, Any, str | None, bool]] = {
+            method: (
+                handler,
+                msgspec.json.Decoder(METHODS[method].params),
+                METHODS[method].name_field,
+                METHODS[method].input_required,
+            )
+            for method, handler in handlers.items()
+        }
+        self._sweeper = DisconnectSweeper(disconnect_sweep_s)
 
     def __repr__(self) -> str:
         return f"<Dispatcher methods={len(self.handlers)}>"
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
+        request_id: Any = None
         try:
             message = decode_message(body, self.max_depth)
-        except ProtocolError as exc:
-            await exchange.reply(exc.http_status, encode_error(None, exc))
-            return
-        method = message.method
-        request_id = message.id
-        if method is msgspec.UNSET:
-            error = InvalidRequest("Invalid request: clients must not send responses here")
-            await exchange.reply(400, encode_error(None, error))
-            return
-        if request_id is msgspec.UNSET:
-            await exchange.accepted()  # notifications: nothing to do in the modern era
-            return
-        assert isinstance(request_id, int | str)
-        try:
-            handler, params, meta = self._admit(method, message.params, headers)
+            method = message.method
+            request_id = message.id
+            if method is msgspec.UNSET:
+                raise InvalidRequest("Invalid request: clients must not send responses here")
+            if request_id is msgspec.UNSET:
+                await exchange.accepted()  # notifications: nothing to do in the modern era
+                return
+            route = self._routes.get(method)
+            if route is None:
+                raise MethodNotFound(f"Method not found: {method}")
+            handler, decoder, name_field, input_required = route
+            if headers.method != method:
+                headers.check_method(method)
+            try:
+                params = decoder.decode(message.params or _EMPTY_PARAMS)
+            except msgspec.DecodeError as exc:
+                raise InvalidParams(f"Invalid params: {exc}") from None
+            if name_field is not None:
+                name = getattr(params, name_field)
+                if headers.name != name:
+                    headers.check_name(name)
+            meta = params.meta
+            if meta is None or meta.protocol_version is None or meta.client_capabilities is None:
+                raise InvalidParams(
+                    "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+                    "and io.modelcontextprotocol/clientCapabilities"
+                )
+            version = meta.protocol_version
+            if headers.protocol_version != version:
+                headers.check_version(version)
+            if version not in MODERN_VERSIONS:
+                raise UnsupportedProtocolVersion(
+                    "Unsupported protocol version",
+                    {"supported": list(MODERN_VERSIONS), "requested": version},
+                )
+            if input_required and (params.request_state or params.input_responses):
+                answers, state = self._gather(method, params)
+                ctx = Context(request_id, method, meta, exchange.emit, answers, state, headers)
+            else:
+                ctx = Context(request_id, method, meta, exchange.emit, None, None, headers)
         except ProtocolError as exc:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
-        if METHODS[method].input_required and (params.request_state or params.input_responses):
-            try:
-                answers, state = self._gather(method, params)
-            except ProtocolError as exc:
-                await exchange.reply(exc.http_status, encode_error(request_id, exc))
-                return
-            ctx = Context(request_id, method, meta, exchange.emit, answers, state, headers)
-        else:
-            ctx = Context(request_id, method, meta, exchange.emit, headers=headers)
         reply = await self._run(handler, params, ctx, exchange)
         if reply is None:
             return  # the client went away; the request was cancelled
@@ -113,43 +142,13 @@ class Dispatcher:
         else:
             await exchange.reply(status, data)
 
-    def _admit(
-        self, method: str, raw_params: msgspec.Raw, headers: McpHeaders
-    ) -> tuple[RequestHandler, Any, RequestMeta]:
-        handler = self.handlers.get(method)
-        if handler is None:
-            raise MethodNotFound(f"Method not found: {method}")
-        headers.check_method(method)
-        try:
-            params = self._decoders[method].decode(raw_params or _EMPTY_PARAMS)
-        except msgspec.DecodeError as exc:
-            raise InvalidParams(f"Invalid params: {exc}") from None
-        name_field = METHODS[method].name_field
-        if name_field is not None:
-            headers.check_name(getattr(params, name_field))
-        meta = params.meta
-        if meta is None or meta.protocol_version is None or meta.client_capabilities is None:
-            raise InvalidParams(
-                "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
-                "and io.modelcontextprotocol/clientCapabilities"
-            )
-        version = meta.protocol_version
-        headers.check_version(version)
-        if version not in MODERN_VERSIONS:
-            raise UnsupportedProtocolVersion(
-                "Unsupported protocol version",
-                {"supported": list(MODERN_VERSIONS), "requested": version},
-            )
-        return handler, params, meta
-
     async def _run(
         self, handler: RequestHandler, params: Any, ctx: Context, exchange: Exchange
     ) -> tuple[int, bytes] | None:
         """Run one handler; return (status, encoded reply), or None if the client left."""
-        loop = asyncio.get_running_loop()
         task = asyncio.current_task()
-        watch = _DisconnectWatch(exchange, task)
-        timer = loop.call_later(exchange.config.disconnect_watch_after_s, watch.start)
+        watch = Watched(exchange.wait_disconnect, task)
+        self._sweeper.enter(watch)
         try:
             result = await handler(params, ctx)
         except InputRequired as need:
@@ -166,8 +165,7 @@ class Dispatcher:
             log.exception("handler for %s failed", ctx.method)
             return 500, encode_error(ctx.request_id, InternalError("Internal error"))
         finally:
-            timer.cancel()
-            watch.stop()
+            self._sweeper.leave(watch)
         assert ctx.request_id is not None
         return 200, encode_result(ctx.request_id, result)
 
@@ -204,30 +202,3 @@ def request_binding(method: str, params: Any) -> str:
         arguments = b"" if params.arguments is None else msgspec.json.encode(params.arguments)
         return RequestStateSealer.binding(method, params.name, arguments)
     return RequestStateSealer.binding(method, getattr(params, "uri", ""), b"")
-
-
-class _DisconnectWatch:
-    """Started only for handlers that outlive the grace period: cancels them on disconnect."""
-
-    __slots__ = ("_task", "_watcher", "disconnected", "exchange")
-
-    def __init__(self, exchange: Exchange, task: asyncio.Task[Any] | None) -> None:
-        self.exchange = exchange
-        self._task = task
-        self._watcher: asyncio.Task[None] | None = None
-        self.disconnected = False
-
-    def start(self) -> None:
-        self._watcher = asyncio.ensure_future(self.exchange.wait_disconnect())
-        self._watcher.add_done_callback(self._on_disconnect)
-
-    def _on_disconnect(self, watcher: asyncio.Task[None]) -> None:
-        if watcher.cancelled() or watcher.exception() is not None:
-            return
-        self.disconnected = True
-        if self._task is not None:
-            self._task.cancel()
-
-    def stop(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()

@@ -48,8 +48,6 @@ class HttpConfig:
     """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
     sse_keepalive_s: float = 15.0
     """Seconds between keep-alive comments on a quiet SSE stream."""
-    disconnect_watch_after_s: float = 0.05
-    """Handlers still running after this long get a watcher that cancels them on disconnect."""
 
 
 class Exchange:
@@ -145,6 +143,7 @@ class StreamableHTTPApp:
         self.handler = handler
         self.config = config or HttpConfig()
         self._lifespan = lifespan
+        self._verdicts: dict[tuple[bytes | None, bytes | None], str | None] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -158,48 +157,53 @@ class StreamableHTTPApp:
         if config.path is not None and scope["path"] != config.path:
             await _plain(send, 404, b"Not Found")
             return
-        host = origin = content_type = None
-        content_length = -1
-        mcp = McpHeaders()
-        for name, value in scope["headers"]:
-            if name.startswith(b"mcp-"):
-                _mcp_header(mcp, name, value)
-            elif name == b"host":
-                host = value
-            elif name == b"origin":
-                origin = value
-            elif name == b"content-type":
-                content_type = value
-            elif name == b"content-length":
-                try:
-                    content_length = int(value)
-                except ValueError:
-                    content_length = -2
-        refusal = self._check_host_origin(host, origin)
+        raw_headers = scope["headers"]
+        headers = dict(raw_headers)  # names are lower-case in ASGI
+        refusal = self._check_host_origin(headers.get(b"host"), headers.get(b"origin"))
         if refusal is not None:
             await _error(send, 403, refusal)
             return
-        method = scope["method"]
-        if method != "POST":
+        if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        if content_type is None or not content_type.split(b";", 1)[0].strip().lower().endswith(
-            b"json"
-        ):
+        content_type = headers.get(b"content-type")
+        if content_type != b"application/json" and not _is_json(content_type):
             await _error(send, 415, "Unsupported Media Type: Content-Type must be application/json")
             return
         limit = config.max_body_bytes
-        if content_length > limit or content_length == -2:
+        declared = headers.get(b"content-length")
+        if declared is not None and not (declared.isdigit() and int(declared) <= limit):
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
         body = await _read_body(receive, limit)
         if body is None:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
-        exchange = Exchange(receive, send, config)
-        await self.handler.handle_http(body, mcp, exchange)
+        version = headers.get(b"mcp-protocol-version")
+        method = headers.get(b"mcp-method")
+        name = headers.get(b"mcp-name")
+        mcp = McpHeaders(
+            None if version is None else version.decode("latin-1"),
+            None if method is None else method.decode("latin-1"),
+            None if name is None else name.decode("latin-1"),
+            raw_headers,
+        )
+        await self.handler.handle_http(body, mcp, Exchange(receive, send, config))
 
     def _check_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
+        """Why the request is refused (DNS-rebinding protection), or None. Memoized."""
+        key = (host, origin)
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        verdict = self._judge_host_origin(host, origin)
+        if len(self._verdicts) >= 256:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
+
+    def _judge_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
         allowed_hosts = self.config.allowed_hosts
         if allowed_hosts is not None:
             if host is None:
@@ -245,18 +249,12 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _mcp_header(mcp: McpHeaders, name: bytes, value: bytes) -> None:
-    text = value.decode("latin-1")
-    if name == b"mcp-protocol-version":
-        mcp.protocol_version = text
-    elif name == b"mcp-method":
-        mcp.method = text
-    elif name == b"mcp-name":
-        mcp.name = text
-    elif name.startswith(b"mcp-param-"):
-        if mcp.params is None:
-            mcp.params = {}
-        mcp.params[name[10:].decode("latin-1")] = text
+def _is_json(content_type: bytes | None) -> bool:
+    if content_type is None:
+        return False
+    return content_type.split(b";", 1)[0].strip().lower() in (b"application/json",) or (
+        content_type.split(b";", 1)[0].strip().lower().endswith(b"+json")
+    )
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
