@@ -132,7 +132,11 @@ class Dispatcher:
         except ProtocolError as exc:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
-        reply = await self._run(handler, params, ctx, exchange)
+        try:
+            reply = await self._run(handler, params, ctx, exchange)
+        finally:
+            if exchange.streaming:
+                exchange.stop_keepalive()
         if reply is None:
             return  # the client went away; the request was cancelled
         status, data = reply

@@ -103,10 +103,14 @@ class Exchange:
         )
 
     async def end_stream(self) -> None:
+        self.stop_keepalive()
+        await self._send({"type": "http.response.body", "body": b""})
+
+    def stop_keepalive(self) -> None:
+        """Stop the keep-alive comments (the stream ended, or the client left)."""
         if self._keepalive is not None:
             self._keepalive.cancel()
             self._keepalive = None
-        await self._send({"type": "http.response.body", "body": b""})
 
     async def wait_disconnect(self) -> None:
         """Return when the client goes away (the body has been read already)."""
