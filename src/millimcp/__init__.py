@@ -1,17 +1,19 @@
 """millimcp: a low-latency Model Context Protocol stack.
 
-The curated public API; everything else lives in its room (``millimcp.protocol``, ...).
+The curated public API. Names are loaded on first use (PEP 562), so that importing one room,
+such as the sans-I/O ``millimcp.protocol``, does not drag in the server and asyncio.
 """
 
-from millimcp.errors import (
-    ConfigurationError,
-    MillimcpError,
-    ProtocolError,
-    ToolError,
-)
-from millimcp.server import Server, ServerConfig, content
-from millimcp.session import Context, InputRequired
-from millimcp.transports.http import HttpConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
+    from millimcp.server import Server, ServerConfig, content
+    from millimcp.session import Context, InputRequired
+    from millimcp.transports.http import HttpConfig
 
 __all__ = [
     "ConfigurationError",
@@ -27,3 +29,29 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_HOMES = {
+    "ConfigurationError": "millimcp.errors",
+    "MillimcpError": "millimcp.errors",
+    "ProtocolError": "millimcp.errors",
+    "ToolError": "millimcp.errors",
+    "Server": "millimcp.server",
+    "ServerConfig": "millimcp.server",
+    "content": "millimcp.server",
+    "Context": "millimcp.session",
+    "InputRequired": "millimcp.session",
+    "HttpConfig": "millimcp.transports.http",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'millimcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

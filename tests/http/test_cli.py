@@ -6,17 +6,25 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import Rpc
-
 from tests.conftest import free_port, start_server, stop_server
+
+from conftest import Rpc
 
 
 @pytest.fixture(scope="module")
 def two_workers() -> Iterator[str]:
     port = free_port()
     process = start_server(
-        ["-m", "millimcp", "serve", "examples.conformance_server:server",
-         "--port", str(port), "--workers", "2"],
+        [
+            "-m",
+            "millimcp",
+            "serve",
+            "examples.conformance_server:server",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
         port,
     )
     yield f"http://127.0.0.1:{port}/mcp"

@@ -26,8 +26,12 @@ async def test_quiet_stream_gets_keepalive_comments() -> None:
         "progressToken": 1,
     }
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "slow_progress", "_meta": meta}}
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow_progress", "_meta": meta},
+        }
     ).encode()
     scope: dict[str, Any] = {
         "type": "http",

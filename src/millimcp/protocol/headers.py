@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from millimcp.errors import HeaderMismatch
@@ -85,7 +86,7 @@ class McpHeaders:
     def check_version(self, version: str) -> None:
         if self.protocol_version is None:
             raise HeaderMismatch("Header mismatch: the MCP-Protocol-Version header is required")
-        if self.protocol_version != version:
+        if self.protocol_version.strip(" \t") != version:
             raise HeaderMismatch(
                 f"Header mismatch: MCP-Protocol-Version header value {self.protocol_version!r} "
                 f"does not match body value {version!r}"
@@ -118,8 +119,10 @@ def _same_param(sent: str, value: object) -> bool:
     if isinstance(value, bool):
         return sent == ("true" if value else "false")
     if isinstance(value, int):
+        # Compare numerically and exactly: "42.0" equals 42, 2**53 + 1 is not 2**53.
         try:
-            return float(sent) == value and int(float(sent)) == value
-        except ValueError:
+            number = Decimal(sent.strip())
+        except InvalidOperation:
             return False
+        return number.is_finite() and number == value
     return sent == str(value)

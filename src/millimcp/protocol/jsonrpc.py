@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import msgspec
 
-from millimcp.codec import JsonDecodeFailure, check_depth, decode, encode
+from millimcp.codec import JsonDecodeFailure, check_depth, encode
 from millimcp.codec.json import DEFAULT_MAX_DEPTH
 from millimcp.errors import InvalidRequest, ParseError, ProtocolError
 
@@ -108,6 +108,11 @@ def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
         raise InvalidRequest('Invalid request: "jsonrpc" must be "2.0"', request_id=_id_of(message))
     if message.id is None:
         raise InvalidRequest("Invalid request: the id must not be null")
+    if message.method is msgspec.UNSET and not message.result and not message.error:
+        raise InvalidRequest(
+            "Invalid request: a message needs a method, a result or an error",
+            request_id=_id_of(message),
+        )
     # The envelope decoder skips params without recursing; the depth cap applies to the rest.
     if len(data) > max_depth:
         try:
@@ -121,17 +126,19 @@ def _id_of(message: Message) -> int | str | None:
     return message.id if isinstance(message.id, int | str) else None
 
 
+class _IdOnly(msgspec.Struct):
+    id: int | str | None = None
+
+
+_ID_DECODER: Final = msgspec.json.Decoder(_IdOnly)
+
+
 def _salvage_id(data: bytes) -> int | str | None:
     """Best effort to read the id of an invalid request, so its error can carry it."""
     try:
-        value: Any = decode(data)
-    except JsonDecodeFailure:
+        return _ID_DECODER.decode(data).id
+    except (msgspec.DecodeError, RecursionError):
         return None
-    if isinstance(value, dict):
-        request_id = value.get("id")
-        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
-            return request_id
-    return None
 
 
 def encode_result(request_id: int | str, result: Any) -> bytes:

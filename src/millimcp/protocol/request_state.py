@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from typing import Any, Final
 
 import msgspec
@@ -22,6 +23,7 @@ from millimcp.errors import InvalidParams
 __all__ = ["RequestStateSealer", "SealedState"]
 
 _VERSION: Final = b"m1"
+_URLSAFE: Final = re.compile(rb"[A-Za-z0-9_-]*")
 
 
 class SealedState(msgspec.Struct, omit_defaults=True):
@@ -90,4 +92,7 @@ def _b64(data: bytes) -> bytes:
 
 
 def _unb64(data: bytes) -> bytes:
+    """Strict unpadded URL-safe base64: any character outside the alphabet is an error."""
+    if not _URLSAFE.fullmatch(data):
+        raise binascii.Error("not unpadded URL-safe base64")
     return base64.urlsafe_b64decode(data + b"=" * (-len(data) % 4))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, Final
@@ -64,6 +65,7 @@ class ArgumentModel:
         "decoder",
         "empty",
         "fields",
+        "optional_pydantic",
         "pydantic_fields",
         "schema",
         "struct",
@@ -74,8 +76,10 @@ class ArgumentModel:
         signature = inspect.signature(fn)
         fields: list[tuple[str, Any, Any]] = []
         properties_override: dict[str, dict[str, Any]] = {}
+        lifted_defs: dict[str, Any] = {}  # pydantic's $defs, moved to the schema root
         self.context_param: str | None = None
         self.pydantic_fields: dict[str, Any] = {}
+        self.optional_pydantic: set[str] = set()
         for name, param in signature.parameters.items():
             annotation = hints.get(name, Any)
             if annotation is Context or (
@@ -87,9 +91,18 @@ class ArgumentModel:
                 raise ConfigurationError(
                     f"{fn.__qualname__}: parameter {name!r} must be a plain or keyword parameter"
                 )
-            if is_pydantic_model(annotation):
-                self.pydantic_fields[name] = annotation
-                properties_override[name] = json_schema(annotation)
+            model, optional = _pydantic_parameter(annotation)
+            if model is not None:
+                self.pydantic_fields[name] = model
+                if optional:
+                    self.optional_pydantic.add(name)
+                sub = json_schema(model)
+                for def_name, definition in sub.pop("$defs", {}).items():
+                    if lifted_defs.setdefault(def_name, definition) != definition:
+                        raise ConfigurationError(
+                            f"{fn.__qualname__}: two different models named {def_name!r}"
+                        )
+                properties_override[name] = {"anyOf": [sub, {"type": "null"}]} if optional else sub
                 annotation = Any
             default = msgspec.NODEFAULT if param.default is param.empty else param.default
             fields.append((name, annotation, default))
@@ -110,6 +123,13 @@ class ArgumentModel:
         schema.pop("title", None)
         for name, sub in properties_override.items():
             schema.setdefault("properties", {})[name] = sub
+        if lifted_defs:
+            defs = schema.setdefault("$defs", {})
+            for def_name, definition in lifted_defs.items():
+                if defs.setdefault(def_name, definition) != definition:
+                    raise ConfigurationError(
+                        f"{fn.__qualname__}: two different types named {def_name!r}"
+                    )
         schema.setdefault("properties", {})
         self.schema: dict[str, Any] = schema
         self.empty = not self.fields
@@ -122,7 +142,9 @@ class ArgumentModel:
         args = self.decoder.decode(raw or b"{}")
         kwargs = msgspec.structs.asdict(args)
         for name, model in self.pydantic_fields.items():
-            kwargs[name] = model.model_validate(kwargs[name])
+            value = kwargs[name]
+            if value is not None or name not in self.optional_pydantic:
+                kwargs[name] = model.model_validate(value)
         return kwargs
 
 
@@ -181,6 +203,21 @@ class OutputModel:
             except TypeError:
                 return None
         return None
+
+
+def _pydantic_parameter(annotation: Any) -> tuple[Any, bool]:
+    """(model, optional) when ``annotation`` is a pydantic model or ``Model | None``."""
+    if is_pydantic_model(annotation):
+        return annotation, False
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if (
+            len(members) == 1
+            and len(typing.get_args(annotation)) == 2
+            and is_pydantic_model(members[0])
+        ):
+            return members[0], True
+    return None, False
 
 
 def _is_content_type(annotation: Any) -> bool:

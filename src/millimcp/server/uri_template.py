@@ -19,12 +19,13 @@ _VARNAME: Final = re.compile(r"[A-Za-z0-9_.%]+")
 
 
 class UriTemplate:
-    __slots__ = ("_query_vars", "_regex", "template", "variables")
+    __slots__ = ("_groups", "_query_vars", "_regex", "template", "variables")
 
     def __init__(self, template: str) -> None:
         self.template = template
         self.variables: list[str] = []
         self._query_vars: list[str] = []
+        self._groups: dict[str, str] = {}  # variable -> regex group name
         pattern: list[str] = []
         position = 0
         for match in _EXPRESSION.finditer(template):
@@ -40,13 +41,16 @@ class UriTemplate:
                 pattern.append(r"(?:[?&](?P<_query>.*))?" if operator == "?" else r"(?:&.*)?")
                 continue
             for index, name in enumerate(names):
-                group = f"(?P<{_group(name)}>"
                 prefix = {"#": "#", "/": "/", ".": r"\."}.get(operator, "")
                 if index > 0:
                     prefix = {"": ",", "+": ",", "#": ","}.get(operator, prefix)
                 body = ".+?" if operator in ("+", "#") else "[^/?#&,]+?"
                 pattern.append(re.escape(prefix) if prefix in ("#", ",") else prefix)
-                pattern.append(group + body + ")")
+                if name in self._groups:  # a repeated variable must repeat its value
+                    pattern.append(f"(?P={self._groups[name]})")
+                    continue
+                self._groups[name] = f"v{len(self._groups)}"
+                pattern.append(f"(?P<{self._groups[name]}>{body})")
                 self.variables.append(name)
         pattern.append(re.escape(template[position:]))
         self._regex = re.compile("".join(pattern) + r"\Z")
@@ -63,14 +67,10 @@ class UriTemplate:
         for name in self.variables:
             if name in self._query_vars:
                 continue
-            values[name] = unquote(found.group(_group(name)))
+            values[name] = unquote(found.group(self._groups[name]))
         if self._query_vars:
             query = found.groupdict().get("_query") or ""
             for key, value in parse_qsl(query, keep_blank_values=True):
                 if key in self._query_vars:
                     values[key] = value
         return values
-
-
-def _group(name: str) -> str:
-    return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
