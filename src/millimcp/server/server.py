@@ -313,11 +313,23 @@ class Server:
         return Dispatcher(self.handlers(), self.sealer)
 
     def asgi(self, *, path: str | None = "/mcp", http: HttpConfig | None = None) -> Any:
-        """A plain ASGI app serving this server's MCP endpoint at ``path``."""
+        """A plain ASGI app serving this server's MCP endpoint at ``path``.
+
+        Mounted inside Starlette or FastAPI (``Mount("/api", app=server.asgi())``) it answers
+        at ``/api/mcp``; ``path=None`` answers on any path and leaves routing to the host app.
+        """
         config = http or HttpConfig(path=path)
         if http is not None and path != http.path:
             config = HttpConfig(**{**_fields(http), "path": path})
         return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+
+    def run_http(
+        self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
+    ) -> None:
+        """Serve over Streamable HTTP until interrupted (uvicorn; see ``millimcp.cli``)."""
+        from millimcp.cli import run_app
+
+        run_app(self.asgi(path=path), host=host, port=port, **options)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

@@ -159,8 +159,10 @@ class StreamableHTTPApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config
         if config.path is not None and scope["path"] != config.path:
-            await _plain(send, 404, b"Not Found")
-            return
+            root = scope.get("root_path", "")  # mounted: the path is relative to the mount
+            if not (root and scope["path"] == root + config.path):
+                await _plain(send, 404, b"Not Found")
+                return
         raw_headers = scope["headers"]
         headers = dict(raw_headers)  # names are lower-case in ASGI
         refusal = self._check_host_origin(headers.get(b"host"), headers.get(b"origin"))
