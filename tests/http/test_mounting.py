@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import httpx
-from conftest import body_for, headers_for
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
+from conftest import body_for, headers_for
 from millimcp import Server
 
 
