@@ -90,6 +90,12 @@ _MESSAGE_DECODER: Final = msgspec.json.Decoder(Message)
 
 def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
     """Decode one JSON-RPC message, or raise ParseError / InvalidRequest."""
+    if not data.isascii():
+        # Raw params and skipped fields are not UTF-8-checked by the decoder; check once here.
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}") from None
     try:
         message = _MESSAGE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
@@ -98,12 +104,6 @@ def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
         raise ParseError(f"Parse error: {exc}") from None
     except RecursionError:
         raise ParseError("Parse error: JSON nested too deeply") from None
-    if not data.isascii():
-        # Raw params and skipped fields are not UTF-8-checked by the decoder; check once here.
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}") from None
     if message.jsonrpc != "2.0":
         raise InvalidRequest('Invalid request: "jsonrpc" must be "2.0"', request_id=_id_of(message))
     if message.id is None:
