@@ -364,9 +364,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3999)
     args = parser.parse_args()
-    from millimcp.cli import run_app
-
-    run_app(app, host=args.host, port=args.port)
+    server.run_http(host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import inspect
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -22,6 +19,7 @@ from millimcp.protocol.types import (
     ResourceLink,
     TextContent,
 )
+from millimcp.server.offload import run_sync
 from millimcp.session import Context
 
 __all__ = ["PromptEntry"]
@@ -84,8 +82,7 @@ class PromptEntry:
         if self.is_async:
             value = await self.fn(**kwargs)
         else:
-            call = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
-            value = await asyncio.get_running_loop().run_in_executor(executor, call)
+            value = await run_sync(executor, self.fn, kwargs)
         return to_prompt_result(value, self.definition.description)
 
 

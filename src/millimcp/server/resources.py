@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextvars
-import functools
 import inspect
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -23,6 +20,7 @@ from millimcp.protocol.types import (
     ResourceTemplate,
     TextResourceContents,
 )
+from millimcp.server.offload import run_sync
 from millimcp.server.uri_template import UriTemplate
 from millimcp.session import Context
 
@@ -102,8 +100,7 @@ class ResourceEntry:
         if self.is_async:
             value = await self.fn(**kwargs)
         else:
-            call = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
-            value = await asyncio.get_running_loop().run_in_executor(executor, call)
+            value = await run_sync(executor, self.fn, kwargs)
         return to_contents(uri, value, self.mime_type)
 
 

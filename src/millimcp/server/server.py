@@ -298,12 +298,14 @@ class Server:
         """The method table this server answers, for a :class:`Dispatcher`."""
         return {
             "server/discover": self._discover,
-            "tools/list": self._list_tools,
+            "tools/list": self._lister("tools", ListToolsResult, "tools"),
             "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
+            "resources/list": self._lister("resources", ListResourcesResult, "resources"),
+            "resources/templates/list": self._lister(
+                "templates", ListResourceTemplatesResult, "resource_templates"
+            ),
             "resources/read": self._read_resource,
-            "prompts/list": self._list_prompts,
+            "prompts/list": self._lister("prompts", ListPromptsResult, "prompts"),
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
             "subscriptions/listen": self._listen,
@@ -327,7 +329,7 @@ class Server:
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
     ) -> None:
         """Serve over Streamable HTTP until interrupted (uvicorn; see ``millimcp.cli``)."""
-        from millimcp.cli import run_app
+        from millimcp.server.serve import run_app
 
         run_app(self.asgi(path=path), host=host, port=port, **options)
 
@@ -389,15 +391,20 @@ class Server:
         end = start + self.config.page_size
         return items[start:end], _encode_cursor(end) if end < len(items) else None
 
-    async def _list_tools(self, params: PaginatedParams, ctx: Context) -> ListToolsResult:
-        page, cursor = self._page("tools", params)
-        return ListToolsResult(
-            tools=page,
-            next_cursor=cursor,
-            ttl_ms=self.config.list_ttl_ms,
-            cache_scope="public",
-            meta=self._result_meta,
-        )
+    def _lister(self, kind: str, result: type[Any], field: str) -> RequestHandler:
+        """The handler of one ``*/list`` method: a page of cached definitions, with hints."""
+
+        async def list_page(params: PaginatedParams, ctx: Context) -> Any:
+            page, cursor = self._page(kind, params)
+            return result(
+                **{field: page},
+                next_cursor=cursor,
+                ttl_ms=self.config.list_ttl_ms,
+                cache_scope="public",
+                meta=self._result_meta,
+            )
+
+        return list_page
 
     async def _call_tool(self, params: CallToolParams, ctx: Context) -> CallToolResult:
         entry = self._tools.get(params.name)
@@ -406,28 +413,6 @@ class Server:
         result = await entry.call(params.arguments, ctx, self._executor or self.executor)
         result.meta = self._result_meta
         return result
-
-    async def _list_resources(self, params: PaginatedParams, ctx: Context) -> ListResourcesResult:
-        page, cursor = self._page("resources", params)
-        return ListResourcesResult(
-            resources=page,
-            next_cursor=cursor,
-            ttl_ms=self.config.list_ttl_ms,
-            cache_scope="public",
-            meta=self._result_meta,
-        )
-
-    async def _list_templates(
-        self, params: PaginatedParams, ctx: Context
-    ) -> ListResourceTemplatesResult:
-        page, cursor = self._page("templates", params)
-        return ListResourceTemplatesResult(
-            resource_templates=page,
-            next_cursor=cursor,
-            ttl_ms=self.config.list_ttl_ms,
-            cache_scope="public",
-            meta=self._result_meta,
-        )
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
         uri = params.uri
@@ -447,16 +432,6 @@ class Server:
             contents=contents,
             ttl_ms=entry.ttl_ms,
             cache_scope=entry.cache_scope,
-            meta=self._result_meta,
-        )
-
-    async def _list_prompts(self, params: PaginatedParams, ctx: Context) -> ListPromptsResult:
-        page, cursor = self._page("prompts", params)
-        return ListPromptsResult(
-            prompts=page,
-            next_cursor=cursor,
-            ttl_ms=self.config.list_ttl_ms,
-            cache_scope="public",
             meta=self._result_meta,
         )
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import inspect
 import logging
 import re
@@ -28,6 +26,7 @@ from millimcp.protocol.types import (
     Tool,
     ToolAnnotations,
 )
+from millimcp.server.offload import run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
 
@@ -124,8 +123,7 @@ class ToolEntry:
                     async with asyncio.timeout(self.timeout):
                         value = await self.fn(**kwargs)
             else:
-                call = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
-                future = asyncio.get_running_loop().run_in_executor(executor, call)
+                future = run_sync(executor, self.fn, kwargs)
                 value = await (
                     future if self.timeout is None else asyncio.wait_for(future, self.timeout)
                 )
