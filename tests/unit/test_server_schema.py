@@ -37,7 +37,7 @@ class Color(enum.Enum):
 
 
 class MyContext(Context):
-    __slots__ = ()
+    """A user's own context subclass (Context is a msgspec Struct: no __slots__ here)."""
 
 
 class Inner(pydantic.BaseModel):

@@ -13,6 +13,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
+import msgspec
+
 from millimcp.errors import HeaderMismatch
 
 __all__ = ["McpHeaders", "decode_header_value", "encode_header_value"]
@@ -45,23 +47,18 @@ def encode_header_value(value: str) -> str:
     return _SENTINEL_PREFIX + base64.b64encode(value.encode()).decode("ascii") + _SENTINEL_SUFFIX
 
 
-class McpHeaders:
-    """The MCP headers of one HTTP request, as the transport found them (latin-1 str)."""
+class McpHeaders(msgspec.Struct, gc=False):
+    """The MCP headers of one HTTP request, as the transport found them (latin-1 str).
 
-    __slots__ = ("_params", "_raw", "method", "name", "protocol_version")
+    A struct, not a plain class: one is built per request and msgspec builds it in C.
+    """
 
-    def __init__(
-        self,
-        protocol_version: str | None = None,
-        method: str | None = None,
-        name: str | None = None,
-        raw: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        self.protocol_version = protocol_version
-        self.method = method
-        self.name = name
-        self._raw = raw
-        self._params: dict[str, str] | None = None
+    protocol_version: str | None = None
+    method: str | None = None
+    name: str | None = None
+    raw: list[tuple[bytes, bytes]] | None = None
+    """All request headers, scanned for ``Mcp-Param-*`` only when a tool declares one."""
+    _params: dict[str, str] | None = None
 
     @property
     def params(self) -> dict[str, str]:
@@ -69,7 +66,7 @@ class McpHeaders:
         if self._params is None:
             self._params = {
                 name[10:].decode("latin-1"): value.decode("latin-1")
-                for name, value in self._raw or ()
+                for name, value in self.raw or ()
                 if name[:10].lower() == b"mcp-param-"
             }
         return self._params

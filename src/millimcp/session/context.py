@@ -69,40 +69,22 @@ class InputRequired(Exception):
         self.state = state
 
 
-class Context:
-    """What a handler knows about the request it serves, and how it talks back."""
+class Context(msgspec.Struct, eq=False):
+    """What a handler knows about the request it serves, and how it talks back.
 
-    __slots__ = (
-        "_answers",
-        "_emit",
-        "_seq",
-        "headers",
-        "meta",
-        "method",
-        "request_id",
-        "state",
-    )
+    A struct, not a plain class: one is built per request and msgspec builds it in C.
+    """
 
-    def __init__(
-        self,
-        request_id: int | str | None,
-        method: str,
-        meta: RequestMeta | None,
-        emit: Emit | None = None,
-        answers: dict[str, msgspec.Raw] | None = None,
-        state: Any = None,
-        headers: McpHeaders | None = None,
-    ) -> None:
-        self.request_id = request_id
-        self.method = method
-        self.meta = meta
-        self._emit = emit
-        self._answers = answers or {}
-        self._seq = 0
-        self.headers = headers
-        """The MCP headers of the HTTP request (None on other transports)."""
-        self.state = state
-        """Opaque handler state carried across MRTR rounds (see :class:`InputRequired`)."""
+    request_id: int | str | None
+    method: str
+    meta: RequestMeta | None
+    _emit: Emit | None = None
+    _answers: dict[str, msgspec.Raw] | None = None
+    state: Any = None
+    """Opaque handler state carried across MRTR rounds (see :class:`InputRequired`)."""
+    headers: McpHeaders | None = None
+    """The MCP headers of the HTTP request (None on other transports)."""
+    _seq: int = 0
 
     @property
     def protocol_version(self) -> str | None:
@@ -173,17 +155,20 @@ class Context:
     @property
     def answers(self) -> dict[str, msgspec.Raw]:
         """Every input answer received for this request so far, raw, by key."""
+        if self._answers is None:
+            self._answers = {}
         return self._answers
 
     def answer(self, key: str) -> msgspec.Raw | None:
         """The raw answer to input request ``key`` if the client has sent it."""
-        return self._answers.get(key)
+        return self.answers.get(key)
 
     async def request_input(self, requests: dict[str, InputRequest]) -> dict[str, msgspec.Raw]:
         """Ask for several inputs at once; returns their raw answers when all are present."""
         missing: dict[str, InputRequest] = {}
+        answers = self.answers
         for key, request in requests.items():
-            if key not in self._answers:
+            if key not in answers:
                 capability = _CAPABILITY_OF[type(request)]
                 if getattr(self.client_capabilities, capability) is None:
                     raise MissingClientCapability(
@@ -193,7 +178,7 @@ class Context:
                 missing[key] = request
         if missing:
             raise InputRequired(missing, self.state)
-        return {key: self._answers[key] for key in requests}
+        return {key: answers[key] for key in requests}
 
     def _next_key(self, kind: str) -> str:
         self._seq += 1

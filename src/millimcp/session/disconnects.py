@@ -11,36 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-__all__ = ["DisconnectSweeper", "Watched"]
+from millimcp.transports.http import Exchange
+
+__all__ = ["DisconnectSweeper"]
 
 
-class Watched:
-    """One running request: how to learn that its client left, and the task to cancel."""
+def _start_watching(exchange: Exchange) -> None:
+    watcher = asyncio.ensure_future(exchange.wait_disconnect())
+    exchange.watcher = watcher
 
-    __slots__ = ("age", "disconnected", "task", "wait_disconnect", "watcher")
-
-    def __init__(
-        self, wait_disconnect: Callable[[], Awaitable[None]], task: asyncio.Task[Any] | None
-    ) -> None:
-        self.wait_disconnect = wait_disconnect
-        self.task = task
-        self.age = 0
-        self.watcher: asyncio.Future[None] | None = None
-        self.disconnected = False
-
-    def start_watching(self) -> None:
-        self.watcher = asyncio.ensure_future(self.wait_disconnect())
-        self.watcher.add_done_callback(self._on_done)
-
-    def _on_done(self, watcher: asyncio.Future[None]) -> None:
-        if watcher.cancelled() or watcher.exception() is not None:
+    def on_done(done: asyncio.Future[None]) -> None:
+        if done.cancelled() or done.exception() is not None:
             return
-        self.disconnected = True
-        if self.task is not None:
-            self.task.cancel()
+        exchange.disconnected = True
+        if exchange.task is not None:
+            exchange.task.cancel()
+
+    watcher.add_done_callback(on_done)
 
 
 class DisconnectSweeper:
@@ -48,7 +36,7 @@ class DisconnectSweeper:
 
     def __init__(self, period: float = 0.05) -> None:
         self.period = period
-        self._active: set[Watched] = set()
+        self._active: set[Exchange] = set()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._idle_sweeps = 0
@@ -56,13 +44,13 @@ class DisconnectSweeper:
     def __repr__(self) -> str:
         return f"<DisconnectSweeper active={len(self._active)} running={self._task is not None}>"
 
-    def enter(self, watched: Watched) -> None:
+    def enter(self, watched: Exchange) -> None:
         self._active.add(watched)
         if self._task is None or self._loop is not asyncio.get_running_loop():
             self._loop = asyncio.get_running_loop()
             self._task = self._loop.create_task(self._sweep())
 
-    def leave(self, watched: Watched) -> None:
+    def leave(self, watched: Exchange) -> None:
         self._active.discard(watched)
         if watched.watcher is not None:
             watched.watcher.cancel()
@@ -80,7 +68,7 @@ class DisconnectSweeper:
                 for watched in tuple(self._active):
                     if watched.watcher is None:
                         if watched.age:
-                            watched.start_watching()
+                            _start_watching(watched)
                         else:
                             watched.age = 1
         finally:

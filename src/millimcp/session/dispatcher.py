@@ -44,7 +44,7 @@ from millimcp.protocol import (
 )
 from millimcp.protocol.types import InputRequiredResult
 from millimcp.session.context import Context, InputRequired
-from millimcp.session.disconnects import DisconnectSweeper, Watched
+from millimcp.session.disconnects import DisconnectSweeper
 from millimcp.transports.http import Exchange
 
 __all__ = ["Dispatcher", "RequestHandler"]
@@ -150,9 +150,8 @@ class Dispatcher:
         self, handler: RequestHandler, params: Any, ctx: Context, exchange: Exchange
     ) -> tuple[int, bytes] | None:
         """Run one handler; return (status, encoded reply), or None if the client left."""
-        task = asyncio.current_task()
-        watch = Watched(exchange.wait_disconnect, task)
-        self._sweeper.enter(watch)
+        exchange.task = task = asyncio.current_task()
+        self._sweeper.enter(exchange)
         try:
             result = await handler(params, ctx)
         except InputRequired as need:
@@ -160,7 +159,7 @@ class Dispatcher:
         except ProtocolError as exc:
             return exc.http_status, encode_error(ctx.request_id, exc)
         except asyncio.CancelledError:
-            if watch.disconnected:
+            if exchange.disconnected:
                 if task is not None:
                     task.uncancel()
                 return None
@@ -169,7 +168,7 @@ class Dispatcher:
             log.exception("handler for %s failed", ctx.method)
             return 500, encode_error(ctx.request_id, InternalError("Internal error"))
         finally:
-            self._sweeper.leave(watch)
+            self._sweeper.leave(exchange)
         assert ctx.request_id is not None
         return 200, encode_result(ctx.request_id, result)
 

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+import msgspec
+
 from millimcp.codec import SSE_KEEPALIVE, sse_event
 from millimcp.errors import InvalidRequest, ProtocolError
 from millimcp.protocol import McpHeaders, encode_error
@@ -50,18 +52,25 @@ class HttpConfig:
     """Seconds between keep-alive comments on a quiet SSE stream."""
 
 
-class Exchange:
-    """One HTTP request/response: how a handler answers. Created by the transport."""
+class Exchange(msgspec.Struct, eq=False):
+    """One HTTP request/response: how a handler answers. Created by the transport.
 
-    __slots__ = ("_keepalive", "_receive", "_send", "config", "started", "streaming")
+    A struct, not a plain class: one is built per request and msgspec builds it in C. The
+    last four fields belong to whoever watches for the client going away
+    (``millimcp.session.disconnects``).
+    """
 
-    def __init__(self, receive: Receive, send: Send, config: HttpConfig) -> None:
-        self._receive = receive
-        self._send = send
-        self.config = config
-        self.started = False
-        self.streaming = False
-        self._keepalive: asyncio.Task[None] | None = None
+    _receive: Receive
+    _send: Send
+    config: HttpConfig
+    started: bool = False
+    streaming: bool = False
+    _keepalive: asyncio.Task[None] | None = None
+    task: asyncio.Task[Any] | None = None
+    """The task running the handler, cancelled when the client disconnects."""
+    age: int = 0
+    watcher: asyncio.Future[None] | None = None
+    disconnected: bool = False
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
@@ -150,13 +159,10 @@ class StreamableHTTPApp:
         self._verdicts: dict[tuple[bytes | None, bytes | None], str | None] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._run_lifespan(receive, send)
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._run_lifespan(receive, send)
+            return
         config = self.config
         if config.path is not None and scope["path"] != config.path:
             root = scope.get("root_path", "")  # mounted: the path is relative to the mount
@@ -181,7 +187,13 @@ class StreamableHTTPApp:
         if declared is not None and not (declared.isdigit() and int(declared) <= limit):
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
-        body = await _read_body(receive, limit)
+        message = await receive()
+        if message.get("more_body", False):
+            body = await _read_more(receive, message["body"], limit)
+        else:
+            body = message.get("body", b"")
+            if len(body) > limit:
+                body = None
         if body is None:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
@@ -263,14 +275,12 @@ def _is_json(content_type: bytes | None) -> bool:
     )
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    message = await receive()
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        return body if len(body) <= limit else None
-    chunks = [body]
-    size = len(body)
-    while message.get("more_body", False):
+async def _read_more(receive: Receive, first: bytes, limit: int) -> bytes | None:
+    """The rest of a body sent in several chunks; None once it passes ``limit``."""
+    chunks = [first]
+    size = len(first)
+    more = True
+    while more:
         message = await receive()
         if message["type"] == "http.disconnect":
             return b""
@@ -279,6 +289,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         if size > limit:
             return None
         chunks.append(chunk)
+        more = message.get("more_body", False)
     return b"".join(chunks)
 
 
