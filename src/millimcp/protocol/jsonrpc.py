@@ -17,6 +17,9 @@ from millimcp.errors import InvalidRequest, ParseError, ProtocolError
 __all__ = [
     "ABSENT",
     "Message",
+    "RequestDecoder",
+    "check_nesting",
+    "check_utf8",
     "decode_message",
     "encode_error",
     "encode_notification",
@@ -88,14 +91,75 @@ class _Request(msgspec.Struct, omit_defaults=True):
 _MESSAGE_DECODER: Final = msgspec.json.Decoder(Message)
 
 
-def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
-    """Decode one JSON-RPC message, or raise ParseError / InvalidRequest."""
+def check_utf8(data: bytes) -> None:
+    """Raise ParseError for invalid UTF-8 anywhere in ``data``.
+
+    The decoders do not check what they skip (raw params, unknown keys), so this runs first.
+    """
     if not data.isascii():
-        # Raw params and skipped fields are not UTF-8-checked by the decoder; check once here.
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}") from None
+
+
+def check_nesting(data: bytes, max_depth: int) -> None:
+    """Raise ParseError when ``data`` nests deeper than ``max_depth``."""
+    if len(data) > max_depth:
+        try:
+            check_depth(data, max_depth)
+        except JsonDecodeFailure as exc:
+            raise ParseError(f"Parse error: {exc.message}") from None
+
+
+class _TypedRequest(msgspec.Struct, tag_field="method", forbid_unknown_fields=False):
+    jsonrpc: str
+    id: int | str
+
+
+class RequestDecoder:
+    """The fast path: a well-formed request decoded in one pass, params typed by method.
+
+    The ``method`` field is a tagged-union tag, so msgspec picks the params type from it
+    while parsing. Anything else (notifications, responses, unknown methods, any invalid
+    field) makes :meth:`decode` return None, and the caller takes the general path
+    (:func:`decode_message`), which says precisely what is wrong.
+    """
+
+    __slots__ = ("_decoder", "_methods")
+
+    def __init__(self, params_types: dict[str, type[Any]]) -> None:
+        types: list[type[Any]] = []
+        self._methods: dict[type[Any], str] = {}
+        for index, (method, params_type) in enumerate(params_types.items()):
+            request_type = msgspec.defstruct(
+                f"Request{index}",
+                [("params", params_type)],
+                bases=(_TypedRequest,),
+                tag=method,
+                kw_only=True,
+            )
+            types.append(request_type)
+            self._methods[request_type] = method
+        union: Any = types[0]
+        for request_type in types[1:]:
+            union = union | request_type
+        self._decoder = msgspec.json.Decoder(union)
+
+    def decode(self, data: bytes) -> tuple[str, int | str, Any] | None:
+        """(method, id, params) of a valid request, else None. Check UTF-8 first."""
+        try:
+            request = self._decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if request.jsonrpc != "2.0":
+            return None
+        return self._methods[type(request)], request.id, request.params
+
+
+def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
+    """Decode one JSON-RPC message, or raise ParseError / InvalidRequest."""
+    check_utf8(data)
     try:
         message = _MESSAGE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
@@ -113,12 +177,7 @@ def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
             "Invalid request: a message needs a method, a result or an error",
             request_id=_id_of(message),
         )
-    # The envelope decoder skips params without recursing; the depth cap applies to the rest.
-    if len(data) > max_depth:
-        try:
-            check_depth(data, max_depth)
-        except JsonDecodeFailure as exc:
-            raise ParseError(f"Parse error: {exc.message}") from None
+    check_nesting(data, max_depth)
     return message
 
 

@@ -29,6 +29,7 @@ from millimcp.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    ParseError,
     ProtocolError,
     UnsupportedProtocolVersion,
 )
@@ -42,6 +43,7 @@ from millimcp.protocol import (
     encode_error,
     encode_result,
 )
+from millimcp.protocol.jsonrpc import RequestDecoder, check_nesting, check_utf8
 from millimcp.protocol.types import InputRequiredResult
 from millimcp.session.context import Context, InputRequired
 from millimcp.session.disconnects import DisconnectSweeper
@@ -55,6 +57,8 @@ RequestHandler = Callable[[Any, Context], Awaitable[Any]]
 """``handler(params, ctx) -> result struct`` for one method."""
 
 _EMPTY_PARAMS: Final = b"{}"
+_Route = tuple[RequestHandler, Any, str | None, bool]
+"""(handler, params decoder, Mcp-Name field, may answer input_required)."""
 
 
 class Dispatcher:
@@ -71,7 +75,7 @@ class Dispatcher:
         self.handlers = handlers
         self.sealer = sealer
         self.max_depth = max_depth
-        self._routes: dict[str, tuple[RequestHandler, Any, str | None, bool]] = {
+        self._routes: dict[str, _Route] = {
             method: (
                 handler,
                 msgspec.json.Decoder(METHODS[method].params),
@@ -80,6 +84,7 @@ class Dispatcher:
             )
             for method, handler in handlers.items()
         }
+        self._requests = RequestDecoder({m: METHODS[m].params for m in handlers})
         self._sweeper = DisconnectSweeper(disconnect_sweep_s)
 
     def __repr__(self) -> str:
@@ -88,24 +93,21 @@ class Dispatcher:
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
         request_id: Any = None
         try:
-            message = decode_message(body, self.max_depth)
-            method = message.method
-            request_id = message.id
-            if method is msgspec.UNSET:
-                raise InvalidRequest("Invalid request: clients must not send responses here")
-            if request_id is msgspec.UNSET:
-                await exchange.accepted()  # notifications: nothing to do in the modern era
-                return
-            route = self._routes.get(method)
+            check_utf8(body)
+            fast = self._requests.decode(body)
+            route: _Route | None
+            if fast is not None:
+                check_nesting(body, self.max_depth)
+                method, request_id, params = fast
+                route = self._routes[method]
+            else:
+                method, request_id, params, route = self._admit_slowly(body)
             if route is None:
-                raise MethodNotFound(f"Method not found: {method}")
-            handler, decoder, name_field, input_required = route
+                await exchange.accepted()  # a notification: nothing to do in this era
+                return
+            handler, _, name_field, input_required = route
             if headers.method != method:
                 headers.check_method(method)
-            try:
-                params = decoder.decode(message.params or _EMPTY_PARAMS)
-            except msgspec.DecodeError as exc:
-                raise InvalidParams(f"Invalid params: {exc}") from None
             if name_field is not None:
                 name = getattr(params, name_field)
                 if headers.name != name:
@@ -145,6 +147,32 @@ class Dispatcher:
             await exchange.end_stream()
         else:
             await exchange.reply(status, data)
+
+    def _admit_slowly(self, body: bytes) -> tuple[str, Any, Any, _Route | None]:
+        """The general path: every kind of message, with a precise error for what is wrong.
+
+        Returns (method, id, params, route); route is None for a notification.
+        """
+        message = decode_message(body, self.max_depth)
+        method = message.method
+        if method is msgspec.UNSET:
+            raise InvalidRequest(
+                "Invalid request: clients must not send responses here",
+                request_id=message.id if isinstance(message.id, int | str) else None,
+            )
+        if message.id is msgspec.UNSET:
+            return method, None, None, None
+        request_id = message.id
+        route = self._routes.get(method)
+        if route is None:
+            raise MethodNotFound(f"Method not found: {method}", request_id=request_id)
+        try:
+            params = route[1].decode(message.params or _EMPTY_PARAMS)
+        except msgspec.DecodeError as exc:
+            raise InvalidParams(f"Invalid params: {exc}", request_id=request_id) from None
+        except RecursionError:
+            raise ParseError("Parse error: JSON nested too deeply", request_id=request_id) from None
+        return method, request_id, params, route
 
     async def _run(
         self, handler: RequestHandler, params: Any, ctx: Context, exchange: Exchange

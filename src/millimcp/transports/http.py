@@ -35,6 +35,8 @@ _SSE_HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
 ]
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
+_UNSEEN: Final[Any] = object()
+_Gate = tuple[bytes | None, bytes | None, bytes | None, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,8 @@ class StreamableHTTPApp:
         self.handler = handler
         self.config = config or HttpConfig()
         self._lifespan = lifespan
-        self._verdicts: dict[tuple[bytes | None, bytes | None], str | None] = {}
+        self._gates: dict[_Gate, tuple[int, str] | None] = {}
+        self._limit_digits = len(str(self.config.max_body_bytes))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -171,22 +174,25 @@ class StreamableHTTPApp:
                 return
         raw_headers = scope["headers"]
         headers = dict(raw_headers)  # names are lower-case in ASGI
-        refusal = self._check_host_origin(headers.get(b"host"), headers.get(b"origin"))
+        get = headers.get
+        gate = (get(b"host"), get(b"origin"), get(b"content-type"), scope["method"])
+        refusal = self._gates.get(gate, _UNSEEN)
         if refusal is not None:
-            await _error(send, 403, refusal)
-            return
-        if scope["method"] != "POST":
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
-            return
-        content_type = headers.get(b"content-type")
-        if content_type != b"application/json" and not _is_json(content_type):
-            await _error(send, 415, "Unsupported Media Type: Content-Type must be application/json")
-            return
+            if refusal is _UNSEEN:
+                refusal = self._judge(gate)
+            if refusal is not None:
+                status, text = refusal
+                if status == 405:
+                    await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+                else:
+                    await _error(send, status, text)
+                return
         limit = config.max_body_bytes
-        declared = headers.get(b"content-length")
-        if declared is not None and not (declared.isdigit() and int(declared) <= limit):
-            await _error(send, 413, f"Request body larger than {limit} bytes")
-            return
+        declared = get(b"content-length")
+        if declared is not None and len(declared) >= self._limit_digits:
+            if not declared.isdigit() or int(declared) > limit:
+                await _error(send, 413, f"Request body larger than {limit} bytes")
+                return
         message = await receive()
         if message.get("more_body", False):
             body = await _read_more(receive, message["body"], limit)
@@ -197,9 +203,9 @@ class StreamableHTTPApp:
         if body is None:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
-        version = headers.get(b"mcp-protocol-version")
-        method = headers.get(b"mcp-method")
-        name = headers.get(b"mcp-name")
+        version = get(b"mcp-protocol-version")
+        method = get(b"mcp-method")
+        name = get(b"mcp-name")
         mcp = McpHeaders(
             None if version is None else version.decode("latin-1"),
             None if method is None else method.decode("latin-1"),
@@ -208,18 +214,24 @@ class StreamableHTTPApp:
         )
         await self.handler.handle_http(body, mcp, Exchange(receive, send, config))
 
-    def _check_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
-        """Why the request is refused (DNS-rebinding protection), or None. Memoized."""
-        key = (host, origin)
-        try:
-            return self._verdicts[key]
-        except KeyError:
-            pass
-        verdict = self._judge_host_origin(host, origin)
-        if len(self._verdicts) >= 256:
-            self._verdicts.clear()
-        self._verdicts[key] = verdict
-        return verdict
+    def _judge(self, gate: _Gate) -> tuple[int, str] | None:
+        """Whether a (Host, Origin, Content-Type, method) combination is refused; memoized.
+
+        Clients send the same few combinations, so each is judged once.
+        """
+        host, origin, content_type, method = gate
+        refusal: tuple[int, str] | None = None
+        reason = self._judge_host_origin(host, origin)
+        if reason is not None:
+            refusal = (403, reason)
+        elif method != "POST":
+            refusal = (405, "Method Not Allowed")
+        elif content_type != b"application/json" and not _is_json(content_type):
+            refusal = (415, "Unsupported Media Type: Content-Type must be application/json")
+        if len(self._gates) >= 256:
+            self._gates.clear()
+        self._gates[gate] = refusal
+        return refusal
 
     def _judge_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
         allowed_hosts = self.config.allowed_hosts
