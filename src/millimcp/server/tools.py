@@ -50,6 +50,7 @@ class ToolEntry:
         "meta",
         "name",
         "output",
+        "plain",
         "text_mirror",
         "timeout",
     )
@@ -85,6 +86,13 @@ class ToolEntry:
         if timeout is not None:
             meta[TIMEOUT_META_KEY] = int(timeout * 1000)
         self.meta = meta or None
+        self.plain = (
+            self.is_async
+            and timeout is None
+            and not self.header_params
+            and self.args.context_param is None
+        )
+        """The common case (async, no timeout, no context, no header params): a shorter path."""
         self.definition = Tool(
             name=self.name,
             title=title,
@@ -104,12 +112,18 @@ class ToolEntry:
         """Validate, run and convert. Tool failures become ``isError`` results."""
         try:
             kwargs = self.args.decode(raw_arguments)
-        except msgspec.ValidationError as exc:
+        except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
-        except msgspec.DecodeError as exc:
-            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
-        except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        if self.plain:
+            try:
+                value = await self.fn(**kwargs)
+            except (ProtocolError, InputRequired):
+                raise
+            except Exception as exc:
+                return self._failed(exc)
+            if type(value) is str:
+                return CallToolResult(content=[TextContent(text=value)])
+            return self._result(value)
         if self.header_params and ctx.headers is not None:
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))
@@ -129,13 +143,19 @@ class ToolEntry:
                 )
         except (ProtocolError, InputRequired):
             raise
-        except ToolError as exc:
-            return error_result(str(exc))
-        except TimeoutError:
-            return error_result(f"Tool {self.name!r} timed out after {self.timeout} s")
         except Exception as exc:
-            log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
-            return error_result(f"Tool {self.name!r} failed: {exc}")
+            return self._failed(exc)
+        return self._result(value)
+
+    def _failed(self, exc: Exception) -> CallToolResult:
+        if isinstance(exc, ToolError):
+            return error_result(str(exc))
+        if isinstance(exc, TimeoutError) and self.timeout is not None:
+            return error_result(f"Tool {self.name!r} timed out after {self.timeout} s")
+        log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
+        return error_result(f"Tool {self.name!r} failed: {exc}")
+
+    def _result(self, value: Any) -> CallToolResult:
         try:
             return to_call_result(value, self.output, self.text_mirror)
         except (TypeError, ValueError) as exc:

@@ -134,14 +134,33 @@ class Dispatcher:
         except ProtocolError as exc:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
+        # Run the handler. A client that disconnects cancels it (see session.disconnects).
+        exchange.task = task = asyncio.current_task()
+        self._sweeper.enter(exchange)
+        status = 200
         try:
-            reply = await self._run(handler, params, ctx, exchange)
+            data = encode_result(request_id, await handler(params, ctx))
+        except InputRequired as need:
+            if input_required:
+                data = encode_result(request_id, self._input_required(need, params, ctx))
+            else:
+                log.error("%s asked for client input, which the method does not allow", method)
+                status, data = 500, encode_error(request_id, InternalError("Internal error"))
+        except ProtocolError as exc:
+            status, data = exc.http_status, encode_error(request_id, exc)
+        except asyncio.CancelledError:
+            if not exchange.disconnected:
+                raise
+            if task is not None:
+                task.uncancel()
+            return  # the client went away; the request was cancelled
+        except Exception:
+            log.exception("handler for %s failed", method)
+            status, data = 500, encode_error(request_id, InternalError("Internal error"))
         finally:
+            self._sweeper.leave(exchange)
             if exchange.streaming:
                 exchange.stop_keepalive()
-        if reply is None:
-            return  # the client went away; the request was cancelled
-        status, data = reply
         if exchange.streaming:
             await exchange.send_event(data)
             await exchange.end_stream()
@@ -174,32 +193,6 @@ class Dispatcher:
             raise ParseError("Parse error: JSON nested too deeply", request_id=request_id) from None
         return method, request_id, params, route
 
-    async def _run(
-        self, handler: RequestHandler, params: Any, ctx: Context, exchange: Exchange
-    ) -> tuple[int, bytes] | None:
-        """Run one handler; return (status, encoded reply), or None if the client left."""
-        exchange.task = task = asyncio.current_task()
-        self._sweeper.enter(exchange)
-        try:
-            result = await handler(params, ctx)
-        except InputRequired as need:
-            result = self._input_required(need, params, ctx)
-        except ProtocolError as exc:
-            return exc.http_status, encode_error(ctx.request_id, exc)
-        except asyncio.CancelledError:
-            if exchange.disconnected:
-                if task is not None:
-                    task.uncancel()
-                return None
-            raise
-        except Exception:
-            log.exception("handler for %s failed", ctx.method)
-            return 500, encode_error(ctx.request_id, InternalError("Internal error"))
-        finally:
-            self._sweeper.leave(exchange)
-        assert ctx.request_id is not None
-        return 200, encode_result(ctx.request_id, result)
-
     def _gather(self, method: str, params: Any) -> tuple[dict[str, msgspec.Raw], Any]:
         """Answers so far (sealed state + this round's responses) and the handler's state."""
         answers: dict[str, msgspec.Raw] = {}
@@ -215,9 +208,6 @@ class Dispatcher:
         return answers, state
 
     def _input_required(self, need: InputRequired, params: Any, ctx: Context) -> Any:
-        if not METHODS[ctx.method].input_required:
-            log.error("%s asked for client input, which the method does not allow", ctx.method)
-            raise InternalError("Internal error")
         binding = request_binding(ctx.method, params)
         state = SealedState(binding, time.time() + self.sealer.ttl, ctx.answers, need.state)
         return InputRequiredResult(

@@ -189,10 +189,13 @@ class StreamableHTTPApp:
                 return
         limit = config.max_body_bytes
         declared = get(b"content-length")
-        if declared is not None and len(declared) >= self._limit_digits:
-            if not declared.isdigit() or int(declared) > limit:
-                await _error(send, 413, f"Request body larger than {limit} bytes")
-                return
+        if (
+            declared is not None
+            and len(declared) >= self._limit_digits  # shorter numbers are under the limit
+            and (not declared.isdigit() or int(declared) > limit)
+        ):
+            await _error(send, 413, f"Request body larger than {limit} bytes")
+            return
         message = await receive()
         if message.get("more_body", False):
             body = await _read_more(receive, message["body"], limit)
