@@ -72,16 +72,28 @@ async def drive(app: Any, calls: int) -> None:
             stopped.set()
 
     lifespan_task = asyncio.ensure_future(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, lifespan.get,
-            lifespan_send)
+        app(
+            {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+            lifespan.get,
+            lifespan_send,
+        )
     )
     await lifespan.put({"type": "lifespan.startup"})
     await asyncio.wait_for(started.wait(), 30)
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "root_path": "",
-        "query_string": b"", "headers": HEADERS, "client": ("127.0.0.1", 5000),
-        "server": ("127.0.0.1", 8000), "state": {},
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": HEADERS,
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
     }
     body = b""
 
@@ -105,7 +117,8 @@ async def drive(app: Any, calls: int) -> None:
 
 def child(target: str, calls: int) -> None:
     spec = importlib.util.spec_from_file_location(f"bench_{target}", TARGETS[target])
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     import uvloop
@@ -118,9 +131,21 @@ def instructions(target: str, calls: int) -> int:
         out = Path(tmp) / "callgrind.out"
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "PYTHONHASHSEED": "0"}
         subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-             sys.executable, __file__, "--child", target, "--calls", str(calls)],
-            check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--child",
+                target,
+                "--calls",
+                str(calls),
+            ],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
         if match is None:
@@ -150,7 +175,9 @@ def main() -> int:
         floor = per_call["raw"]
         print("\nframework work on top of the raw ASGI floor (in-process, no HTTP server):")
         for target, count in per_call.items():
-            print(f"  {target:10s} {count / floor:6.1f}x raw   (+{count - floor:,.0f} instructions)")
+            print(
+                f"  {target:10s} {count / floor:6.1f}x raw   (+{count - floor:,.0f} instructions)"
+            )
     return 0
 
 

@@ -103,6 +103,9 @@ class TargetReport:
     median: dict[str, float] = field(default_factory=dict)
     cpu_vs_raw: float | None = None
     cpu_vs_official: float | None = None
+    paired_vs_raw: float | None = None
+    """Median over rounds of (this target's CPU per call / raw's in the same round): targets
+    run back to back within a round, so this ratio shrugs off the VM's drifting core speed."""
 
 
 # --------------------------------------------------------------------------- process plumbing
@@ -438,6 +441,11 @@ def summarize(reports: list[TargetReport]) -> None:
         for base, attr in (("raw", "cpu_vs_raw"), ("official", "cpu_vs_official")):
             if base in by_name:
                 setattr(rep, attr, cpu / by_name[base].median["server_cpu_us_per_call"])
+        if "raw" in by_name:
+            floor = {r.run: r.server_cpu_us_per_call for r in by_name["raw"].runs}
+            pairs = [r.server_cpu_us_per_call / floor[r.run] for r in rep.runs if r.run in floor]
+            if pairs:
+                rep.paired_vs_raw = statistics.median(pairs)
 
 
 def run_line(name: str, r: RunResult) -> str:
@@ -538,6 +546,7 @@ def print_table(reports: list[TargetReport]) -> None:
         ("p99 ms", 7),
         ("CPU µs/call", 11),
         ("x raw", 6),
+        ("paired", 6),
         ("x official", 10),
         ("busy", 5),
         ("import ms", 9),
@@ -547,7 +556,8 @@ def print_table(reports: list[TargetReport]) -> None:
     header = " ".join(
         f"{name:<{w}}" if i == 0 else f"{name:>{w}}" for i, (name, w) in enumerate(columns)
     )
-    print("Summary: medians over runs; 'x raw' and 'x official' are ratios of server CPU per call")
+    print("Summary: medians over runs; 'x raw' and 'x official' are ratios of server CPU per call;")
+    print("'paired' is the median of per-round ratios to raw (each round runs every target)")
     print(header + "  status")
     print("-" * (len(header) + 8))
     for rep in reports:
@@ -560,6 +570,7 @@ def print_table(reports: list[TargetReport]) -> None:
             _fmt(m.get("p99_ms"), ".2f"),
             _fmt(m.get("server_cpu_us_per_call"), ".1f"),
             _fmt(rep.cpu_vs_raw, ".2f"),
+            _fmt(rep.paired_vs_raw, ".2f"),
             _fmt(rep.cpu_vs_official, ".3f"),
             _fmt(m.get("server_busy"), ".0%"),
             _fmt(rep.framework_import_ms, ".0f"),
