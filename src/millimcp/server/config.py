@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["ServerConfig"]
 
@@ -14,7 +15,9 @@ class ServerConfig:
     """Items per page of ``tools/list``, ``resources/list``, ``prompts/list``."""
     list_ttl_ms: int = 60_000
     """``ttlMs`` on list results and ``server/discover``: how long clients may reuse them."""
-    list_cache_scope: str = "public"
+    list_cache_scope: Literal["public", "private"] = "public"
+    """``cacheScope`` on list results and ``server/discover``: ``private`` when lists differ by
+    caller."""
     sync_workers: int = min(32, (os.cpu_count() or 1) + 4)
     """Threads for sync handlers; they never run on the event loop."""
     state_key: bytes | None = None

@@ -371,7 +371,7 @@ class Server:
             capabilities=self.capabilities(),
             instructions=self.instructions,
             ttl_ms=self.config.list_ttl_ms,
-            cache_scope="public",
+            cache_scope=self.config.list_cache_scope,
             meta=self._result_meta,
         )
 
@@ -400,7 +400,7 @@ class Server:
                 **{field: page},
                 next_cursor=cursor,
                 ttl_ms=self.config.list_ttl_ms,
-                cache_scope="public",
+                cache_scope=self.config.list_cache_scope,
                 meta=self._result_meta,
             )
 

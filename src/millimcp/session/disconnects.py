@@ -32,26 +32,33 @@ def _start_watching(exchange: Exchange) -> None:
 
 
 class DisconnectSweeper:
-    __slots__ = ("_active", "_idle_sweeps", "_loop", "_task", "period")
+    """Hot path: ``active.add(exchange)``, ``ensure_running()`` only when ``task is None``,
+    then :meth:`leave`. (The dispatcher inlines the first two.)"""
+
+    __slots__ = ("_idle_sweeps", "active", "period", "task")
 
     def __init__(self, period: float = 0.05) -> None:
         self.period = period
-        self._active: set[Exchange] = set()
-        self._task: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.active: set[Exchange] = set()
+        self.task: asyncio.Task[None] | None = None
+        """The sweeper's task; None when it is not running (it stops when idle, and when its
+        event loop shuts down and cancels it)."""
         self._idle_sweeps = 0
 
     def __repr__(self) -> str:
-        return f"<DisconnectSweeper active={len(self._active)} running={self._task is not None}>"
+        return f"<DisconnectSweeper active={len(self.active)} running={self.task is not None}>"
 
     def enter(self, watched: Exchange) -> None:
-        self._active.add(watched)
-        if self._task is None or self._loop is not asyncio.get_running_loop():
-            self._loop = asyncio.get_running_loop()
-            self._task = self._loop.create_task(self._sweep())
+        self.active.add(watched)
+        if self.task is None:
+            self.ensure_running()
+
+    def ensure_running(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._sweep())
 
     def leave(self, watched: Exchange) -> None:
-        self._active.discard(watched)
+        self.active.discard(watched)
         if watched.watcher is not None:
             watched.watcher.cancel()
 
@@ -59,13 +66,13 @@ class DisconnectSweeper:
         try:
             while True:
                 await asyncio.sleep(self.period)
-                if not self._active:
+                if not self.active:
                     self._idle_sweeps += 1
                     if self._idle_sweeps > 20:
                         return  # idle: stop; the next request starts a new sweeper
                     continue
                 self._idle_sweeps = 0
-                for watched in tuple(self._active):
+                for watched in tuple(self.active):
                     if watched.watcher is None:
                         if watched.age:
                             _start_watching(watched)
@@ -73,5 +80,5 @@ class DisconnectSweeper:
                             watched.age = 1
         finally:
             with contextlib.suppress(RuntimeError):
-                if self._task is asyncio.current_task():
-                    self._task = None
+                if self.task is asyncio.current_task():
+                    self.task = None

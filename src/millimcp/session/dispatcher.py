@@ -75,6 +75,8 @@ class Dispatcher:
         self.handlers = handlers
         self.sealer = sealer
         self.max_depth = max_depth
+        # A body of n bytes nests at most n / 2 deep: shorter bodies need no depth scan.
+        self._scan_above = 2 * max_depth
         self._routes: dict[str, _Route] = {
             method: (
                 handler,
@@ -97,7 +99,8 @@ class Dispatcher:
             fast = self._requests.decode(body)
             route: _Route | None
             if fast is not None:
-                check_nesting(body, self.max_depth)
+                if len(body) > self._scan_above:
+                    check_nesting(body, self.max_depth)
                 method, request_id, params = fast
                 route = self._routes[method]
             else:
@@ -136,7 +139,10 @@ class Dispatcher:
             return
         # Run the handler. A client that disconnects cancels it (see session.disconnects).
         exchange.task = task = asyncio.current_task()
-        self._sweeper.enter(exchange)
+        sweeper = self._sweeper
+        sweeper.active.add(exchange)
+        if sweeper.task is None:
+            sweeper.ensure_running()
         status = 200
         try:
             data = encode_result(request_id, await handler(params, ctx))
@@ -158,7 +164,7 @@ class Dispatcher:
             log.exception("handler for %s failed", method)
             status, data = 500, encode_error(request_id, InternalError("Internal error"))
         finally:
-            self._sweeper.leave(exchange)
+            sweeper.leave(exchange)
             if exchange.streaming:
                 exchange.stop_keepalive()
         if exchange.streaming:
