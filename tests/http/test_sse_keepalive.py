@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from millimcp import Context, HttpConfig, Server
+from millimcp.testing import http_scope
 
 
 async def test_quiet_stream_gets_keepalive_comments() -> None:
@@ -33,18 +34,13 @@ async def test_quiet_stream_gets_keepalive_comments() -> None:
             "params": {"name": "slow_progress", "_meta": meta},
         }
     ).encode()
-    scope: dict[str, Any] = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "headers": [
-            (b"host", b"127.0.0.1:8000"),
-            (b"content-type", b"application/json"),
+    scope = http_scope(
+        [
             (b"mcp-protocol-version", b"2026-07-28"),
             (b"mcp-method", b"tools/call"),
             (b"mcp-name", b"slow_progress"),
-        ],
-    }
+        ]
+    )
     sent: list[dict[str, Any]] = []
     delivered = False
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from millimcp import Context, HttpConfig, Server
+from millimcp.testing import http_scope
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -16,26 +17,13 @@ META = {
 
 
 def scope_for(tool: str) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"127.0.0.1:8000"),
-            (b"content-type", b"application/json"),
+    return http_scope(
+        [
             (b"mcp-protocol-version", b"2026-07-28"),
             (b"mcp-method", b"tools/call"),
             (b"mcp-name", tool.encode()),
-        ],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+        ]
+    )
 
 
 def call_body(tool: str) -> bytes:
