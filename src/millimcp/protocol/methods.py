@@ -29,7 +29,7 @@ from millimcp.protocol.types import (
     RequestParams,
 )
 
-__all__ = ["METHODS", "NOTIFICATIONS", "MethodSpec"]
+__all__ = ["METHODS", "MethodSpec"]
 
 
 class MethodSpec(NamedTuple):
@@ -39,8 +39,6 @@ class MethodSpec(NamedTuple):
     """The params field mirrored in the ``Mcp-Name`` header, if any."""
     input_required: bool = False
     """Whether the method may answer with an ``InputRequiredResult`` (MRTR)."""
-    streams: bool = False
-    """Whether the response is a long-lived notification stream."""
 
 
 METHODS: Final[dict[str, MethodSpec]] = {
@@ -53,8 +51,5 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "prompts/list": MethodSpec(PaginatedParams, ListPromptsResult),
     "prompts/get": MethodSpec(GetPromptParams, GetPromptResult, "name", input_required=True),
     "completion/complete": MethodSpec(CompleteParams, CompleteResult),
-    "subscriptions/listen": MethodSpec(ListenParams, ListenResult, streams=True),
+    "subscriptions/listen": MethodSpec(ListenParams, ListenResult),
 }
-
-NOTIFICATIONS: Final = frozenset({"notifications/cancelled"})
-"""Client-to-server notifications the modern era defines (stdio only)."""

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +57,12 @@ __all__ = ["Server"]
 F = TypeVar("F", bound=Callable[..., Any])
 Completer = Callable[..., Any]
 _CLOSED: Final = object()
+_LIST_CHANGED: Final = {  # registry kind -> (notification, SubscriptionFilter flag)
+    "tools": ("notifications/tools/list_changed", "tools_list_changed"),
+    "prompts": ("notifications/prompts/list_changed", "prompts_list_changed"),
+    "resources": ("notifications/resources/list_changed", "resources_list_changed"),
+    "templates": ("notifications/resources/list_changed", "resources_list_changed"),
+}
 
 
 class _Listener:
@@ -246,18 +253,7 @@ class Server:
 
     def _changed(self, kind: str) -> None:
         self._lists.pop(kind, None)
-        method = {
-            "tools": "notifications/tools/list_changed",
-            "prompts": "notifications/prompts/list_changed",
-            "resources": "notifications/resources/list_changed",
-            "templates": "notifications/resources/list_changed",
-        }[kind]
-        flag = {
-            "tools": "tools_list_changed",
-            "prompts": "prompts_list_changed",
-            "resources": "resources_list_changed",
-            "templates": "resources_list_changed",
-        }[kind]
+        method, flag = _LIST_CHANGED[kind]
         for listener in tuple(self._listeners):
             if getattr(listener.filter, flag):
                 self._deliver(listener, method, None)
@@ -320,9 +316,7 @@ class Server:
         Mounted inside Starlette or FastAPI (``Mount("/api", app=server.asgi())``) it answers
         at ``/api/mcp``; ``path=None`` answers on any path and leaves routing to the host app.
         """
-        config = http or HttpConfig(path=path)
-        if http is not None and path != http.path:
-            config = HttpConfig(**{**_fields(http), "path": path})
+        config = HttpConfig(path=path) if http is None else dataclasses.replace(http, path=path)
         return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
 
     def run_http(
@@ -505,7 +499,3 @@ def _decode_cursor(cursor: str) -> int:
     except (ValueError, binascii.Error, UnicodeError):
         pass
     raise InvalidParams("Invalid params: unknown cursor", {"cursor": cursor})
-
-
-def _fields(config: HttpConfig) -> dict[str, Any]:
-    return {name: getattr(config, name) for name in config.__slots__}

@@ -283,11 +283,11 @@ def _host_name(host: str) -> str:
 
 
 def _is_json(content_type: bytes | None) -> bool:
+    """``application/json`` or ``application/*+json``, with any parameters."""
     if content_type is None:
         return False
-    return content_type.split(b";", 1)[0].strip().lower() in (b"application/json",) or (
-        content_type.split(b";", 1)[0].strip().lower().endswith(b"+json")
-    )
+    media_type = content_type.split(b";", 1)[0].strip().lower()
+    return media_type == b"application/json" or media_type.endswith(b"+json")
 
 
 async def _read_more(receive: Receive, first: bytes, limit: int) -> bytes | None:
