@@ -7,6 +7,7 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
 from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer
 from millimcp.protocol.types import (
@@ -102,6 +104,7 @@ class Server:
         self._listeners: set[_Listener] = set()
         self._lists: dict[str, list[msgspec.Raw]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._cache: CacheStore | None = None
         key = self.config.state_key
         if key is None:
             env = os.environ.get("MILLIMCP_STATE_KEY")
@@ -135,6 +138,8 @@ class Server:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cache: Cache | None = None,
+        invalidates: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a tool. Its input schema comes from the type hints of its parameters.
 
@@ -147,9 +152,14 @@ class Server:
         HTTP clients must send and the server checks against the arguments.
         ``input_schema`` replaces the generated schema on the wire (served verbatim); the
         arguments are still decoded by the function's signature.
+        ``cache`` caches its successful results (:class:`~millimcp.cache.Cache`: TTL, scope,
+        key, tags); ``invalidates`` lists tags, formatted from the arguments
+        (``"orders:{user_id}"``), dropped from the cache after each successful call.
         """
 
         def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            parameters = tuple(inspect.signature(fn).parameters)
             entry = ToolEntry(
                 fn,
                 name=name,
@@ -162,6 +172,12 @@ class Server:
                 meta=meta,
                 headers=headers,
                 input_schema=input_schema,
+                cached=None
+                if cache is None
+                else CachedTool(self.cache, cache, tool_name, parameters),
+                invalidates=None
+                if not invalidates
+                else Invalidates(self.cache, invalidates, tool_name, parameters),
             )
             self._tools[entry.name] = entry
             self._changed("tools")
@@ -338,6 +354,8 @@ class Server:
                 yield
         finally:
             self.close()
+            if self._cache is not None:
+                await self._cache.close()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the thread pool."""
@@ -348,6 +366,15 @@ class Server:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+
+    @property
+    def cache(self) -> CacheStore:
+        """The tool-result cache (``ServerConfig.cache``).
+
+        ``await server.cache.invalidate("orders:42")`` drops entries in every process."""
+        if self._cache is None:
+            self._cache = CacheStore(self.config.cache)
+        return self._cache
 
     @property
     def executor(self) -> ThreadPoolExecutor:

@@ -19,6 +19,7 @@ import msgspec
 
 from millimcp.codec import SSE_KEEPALIVE, sse_event
 from millimcp.errors import InvalidRequest, ProtocolError
+from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
 from millimcp.protocol import McpHeaders, encode_error
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
@@ -52,6 +53,8 @@ class HttpConfig:
     """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
     sse_keepalive_s: float = 15.0
     """Seconds between keep-alive comments on a quiet SSE stream."""
+    server_timing: bool = False
+    """Send a ``Server-Timing`` header with the stage timings of each JSON response."""
 
 
 class Exchange(msgspec.Struct, eq=False):
@@ -73,6 +76,8 @@ class Exchange(msgspec.Struct, eq=False):
     age: int = 0
     watcher: asyncio.Future[None] | None = None
     disconnected: bool = False
+    trace: RequestRecord | None = None
+    """The request's stage timings when tracing is on (millimcp.observe)."""
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
@@ -82,6 +87,11 @@ class Exchange(msgspec.Struct, eq=False):
         hdrs = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())] if body else []
         if headers:
             hdrs += headers
+        trace = self.trace
+        if trace is not None:  # the request is timed up to here; compression included
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -160,6 +170,8 @@ class StreamableHTTPApp:
         self._lifespan = lifespan
         self._gates: dict[_Gate, tuple[int, str] | None] = {}
         self._limit_digits = len(str(self.config.max_body_bytes))
+        if self.config.server_timing:
+            TRACE.add(SERVER_TIMING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -318,6 +330,8 @@ async def _plain(
 
 async def _error(send: Send, status: int, message: str) -> None:
     """An HTTP refusal with a JSON-RPC error body that has no id."""
+    if TRACE.active:
+        TRACE.event("rejected", (str(status),))
     error: ProtocolError = InvalidRequest(message)
     body = encode_error(None, error)
     await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
