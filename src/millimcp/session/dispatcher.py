@@ -29,6 +29,7 @@ from millimcp.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    Overloaded,
     ParseError,
     ProtocolError,
     UnsupportedProtocolVersion,
@@ -144,6 +145,7 @@ class Dispatcher:
         if sweeper.task is None:
             sweeper.ensure_running()
         status = 200
+        extra: list[tuple[bytes, bytes]] | None = None  # issue 4: Retry-After on a 503
         try:
             data = encode_result(request_id, await handler(params, ctx))
         except InputRequired as need:
@@ -154,6 +156,8 @@ class Dispatcher:
                 status, data = 500, encode_error(request_id, InternalError("Internal error"))
         except ProtocolError as exc:
             status, data = exc.http_status, encode_error(request_id, exc)
+            if isinstance(exc, Overloaded):  # issue 4: backpressure refusals say when to retry
+                extra = [(b"retry-after", b"%d" % exc.retry_after_s)]
         except asyncio.CancelledError:
             if not exchange.disconnected:
                 raise
@@ -171,7 +175,7 @@ class Dispatcher:
             await exchange.send_event(data)
             await exchange.end_stream()
         else:
-            await exchange.reply(status, data)
+            await exchange.reply(status, data, extra)
 
     def _admit_slowly(self, body: bytes) -> tuple[str, Any, Any, _Route | None]:
         """The general path: every kind of message, with a precise error for what is wrong.
