@@ -11,7 +11,9 @@
     │   ├── InternalError               -32603  a bug on our side; details never leak
     │   ├── HeaderMismatch              -32020  HTTP headers disagree with the body (HTTP 400)
     │   ├── MissingClientCapability     -32021  the request needs a capability the client lacks
-    │   └── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   ├── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   └── Overloaded                  -32050  too many calls in flight and queued (HTTP 503,
+    │                                           ``Retry-After``): retry later, with backoff
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
@@ -37,6 +39,7 @@ __all__ = [
     "MethodNotFound",
     "MillimcpError",
     "MissingClientCapability",
+    "Overloaded",
     "ParseError",
     "ProtocolError",
     "RequestRejected",
@@ -114,6 +117,21 @@ class MissingClientCapability(ProtocolError):
 class UnsupportedProtocolVersion(ProtocolError):
     code = -32022
     http_status = 400
+
+
+class Overloaded(ProtocolError):
+    """The server refuses a call because its in-flight limit and wait queue are full.
+
+    Answered at once (never queued) with HTTP 503 and ``Retry-After: retry_after_s``; the
+    JSON-RPC error's ``data`` carries ``retryAfterMs``. Safe to retry: the call never ran.
+    """
+
+    code = -32050
+    http_status = 503
+
+    def __init__(self, message: str, data: Any = None, *, retry_after_s: int = 1) -> None:
+        super().__init__(message, data)
+        self.retry_after_s = retry_after_s
 
 
 class TransportError(MillimcpError):

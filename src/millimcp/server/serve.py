@@ -46,8 +46,8 @@ def run_app(
         )
     elif http == "granian":
         try:
-            from granian import Granian  # type: ignore[import-not-found]
-            from granian.constants import Interfaces  # type: ignore[import-not-found]
+            from granian import Granian
+            from granian.constants import Interfaces
         except ImportError:
             raise ConfigurationError(
                 "granian is not installed: pip install 'millimcp[granian]'"

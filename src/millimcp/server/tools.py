@@ -28,7 +28,7 @@ from millimcp.protocol.types import (
     Tool,
     ToolAnnotations,
 )
-from millimcp.server.offload import run_sync
+from millimcp.server.offload import check_process_safe, run_in_process, run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
 
@@ -55,6 +55,7 @@ class ToolEntry:
         "name",
         "output",
         "plain",
+        "process",
         "text_mirror",
         "timeout",
     )
@@ -75,16 +76,23 @@ class ToolEntry:
         input_schema: dict[str, Any] | None = None,
         cached: CachedTool | None = None,
         invalidates: Invalidates | None = None,
+        process: bool = False,
     ) -> None:
         self.fn = fn
         self.cached = cached
         """The cache policy bound to the server's store (``cache=``), or None."""
         self.invalidates = invalidates
         """Tags this tool invalidates after a successful call (``invalidates=``), or None."""
+        self.process = process
+        """Runs in the server's process pool (``executor="process"``)."""
+        if process:
+            check_process_safe(fn)
         self.name = name or fn.__name__
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
+        if process and self.args.context_param is not None:
+            raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
         self.output = OutputModel.for_return(returns) if structured is not False else None
@@ -167,7 +175,11 @@ class ToolEntry:
                     async with asyncio.timeout(self.timeout):
                         value = await self.fn(**kwargs)
             else:
-                future = run_sync(executor, self.fn, kwargs)
+                if self.process:
+                    assert executor is not None
+                    future = run_in_process(executor, self.fn, kwargs)
+                else:
+                    future = run_sync(executor, self.fn, kwargs)
                 value = await (
                     future if self.timeout is None else asyncio.wait_for(future, self.timeout)
                 )

@@ -29,6 +29,7 @@ from millimcp.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    Overloaded,
     ParseError,
     ProtocolError,
     UnsupportedProtocolVersion,
@@ -151,6 +152,7 @@ class Dispatcher:
         if sweeper.task is None:
             sweeper.ensure_running()
         status = 200
+        extra: list[tuple[bytes, bytes]] | None = None  # issue 4: Retry-After on a 503
         try:
             result = await handler(params, ctx)
             if record is not None:  # observe: the handler is done, encoding starts
@@ -164,6 +166,8 @@ class Dispatcher:
                 status, data = 500, encode_error(request_id, InternalError("Internal error"))
         except ProtocolError as exc:
             status, data = exc.http_status, encode_error(request_id, exc)
+            if isinstance(exc, Overloaded):  # issue 4: backpressure refusals say when to retry
+                extra = [(b"retry-after", b"%d" % exc.retry_after_s)]
         except asyncio.CancelledError:
             if not exchange.disconnected:
                 raise
@@ -186,7 +190,7 @@ class Dispatcher:
             await exchange.send_event(data)
             await exchange.end_stream()
         else:
-            await exchange.reply(status, data)
+            await exchange.reply(status, data, extra)
         if record is not None:  # observe: the request is done
             TRACE.end(record)
 
