@@ -3,31 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-import pytest
-from tests.conftest import free_port, start_server, stop_server
 from tests.http.conftest import Rpc, body_for, headers_for
-
-
-@pytest.fixture(scope="module")
-def fast_url() -> Iterator[str]:
-    port = free_port()
-    process = start_server(
-        ["-m", "millimcp", "serve", "tests.servers.fastpath_server:server", "--port", str(port)],
-        port,
-    )
-    yield f"http://127.0.0.1:{port}/mcp"
-    stop_server(process)
-
-
-@pytest.fixture
-def fast(fast_url: str) -> Iterator[Rpc]:
-    with httpx.Client(timeout=30) as client:
-        yield Rpc(client, fast_url)
 
 
 def call_args(name: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str, Any]:

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-from millimcp.resilience import ConcurrencyLimit
 from millimcp.cache import CacheConfig
+from millimcp.resilience import ConcurrencyLimit
 
 __all__ = ["ServerConfig"]
 
