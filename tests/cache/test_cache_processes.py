@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from tests.conftest import ROOT, free_port, start_server, stop_server
 from tests.servers.inprocess import request
 
