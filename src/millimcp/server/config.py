@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
+from millimcp.cache import CacheConfig
 from millimcp.resilience import ConcurrencyLimit
 
 __all__ = ["ServerConfig"]
@@ -42,3 +43,5 @@ class ServerConfig:
     """Put ``io.modelcontextprotocol/serverInfo`` in every result's ``_meta`` (a SHOULD)."""
     listener_queue: int = 1024
     """Notifications buffered per ``subscriptions/listen`` stream before it is closed."""
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    """The tool-result cache: L1 size, the Redis URL of the shared tier (None: L1 only)."""

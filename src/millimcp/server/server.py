@@ -7,6 +7,7 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -14,6 +15,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
+from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
 from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer
 from millimcp.protocol.types import (
@@ -104,6 +106,7 @@ class Server:
         self._listeners: set[_Listener] = set()
         self._lists: dict[str, list[msgspec.Raw]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._cache: CacheStore | None = None
         self._processes: ProcessPoolExecutor | None = None
         limit = self.config.limit
         self._limiter = None if limit is None else InFlightLimiter(limit)
@@ -141,6 +144,8 @@ class Server:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cache: Cache | None = None,
+        invalidates: Sequence[str] = (),
         concurrency: ConcurrencyLimit | None = None,
         executor: Literal["thread", "process"] = "thread",
     ) -> Callable[[F], F]:
@@ -160,11 +165,16 @@ class Server:
         ``ServerConfig.limit``); beyond both, the call is refused with HTTP 503.
         ``executor="process"`` runs a CPU-bound sync, module-level function in the server's
         process pool (``ServerConfig.process_workers``) instead of its thread pool.
+        ``cache`` caches its successful results (:class:`~millimcp.cache.Cache`: TTL, scope,
+        key, tags); ``invalidates`` lists tags, formatted from the arguments
+        (``"orders:{user_id}"``), dropped from the cache after each successful call.
         """
         if timeout is None:
             timeout = self.config.tool_timeout_s
 
         def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            parameters = tuple(inspect.signature(fn).parameters)
             entry = ToolEntry(
                 fn,
                 name=name,
@@ -177,6 +187,12 @@ class Server:
                 meta=meta,
                 headers=headers,
                 input_schema=input_schema,
+                cached=None
+                if cache is None
+                else CachedTool(self.cache, cache, tool_name, parameters),
+                invalidates=None
+                if not invalidates
+                else Invalidates(self.cache, invalidates, tool_name, parameters),
                 process=executor == "process",
             )
             self._tools[entry.name] = entry
@@ -359,6 +375,8 @@ class Server:
                 yield
         finally:
             self.close()
+            if self._cache is not None:
+                await self._cache.close()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the thread pool."""
@@ -372,6 +390,15 @@ class Server:
         if self._processes is not None:
             self._processes.shutdown(wait=False, cancel_futures=True)
             self._processes = None
+
+    @property
+    def cache(self) -> CacheStore:
+        """The tool-result cache (``ServerConfig.cache``).
+
+        ``await server.cache.invalidate("orders:42")`` drops entries in every process."""
+        if self._cache is None:
+            self._cache = CacheStore(self.config.cache)
+        return self._cache
 
     @property
     def executor(self) -> ThreadPoolExecutor:

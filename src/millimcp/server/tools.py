@@ -13,8 +13,10 @@ from typing import Any, Final
 
 import msgspec
 
+from millimcp.cache import CachedTool, Invalidates
 from millimcp.codec import encode
 from millimcp.errors import ConfigurationError, ProtocolError, ToolError
+from millimcp.observe import TRACE, clock, current_record
 from millimcp.protocol.types import (
     AudioContent,
     CallToolResult,
@@ -43,9 +45,11 @@ class ToolEntry:
 
     __slots__ = (
         "args",
+        "cached",
         "definition",
         "fn",
         "header_params",
+        "invalidates",
         "is_async",
         "meta",
         "name",
@@ -70,9 +74,15 @@ class ToolEntry:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cached: CachedTool | None = None,
+        invalidates: Invalidates | None = None,
         process: bool = False,
     ) -> None:
         self.fn = fn
+        self.cached = cached
+        """The cache policy bound to the server's store (``cache=``), or None."""
+        self.invalidates = invalidates
+        """Tags this tool invalidates after a successful call (``invalidates=``), or None."""
         self.process = process
         """Runs in the server's process pool (``executor="process"``)."""
         if process:
@@ -99,8 +109,11 @@ class ToolEntry:
             and timeout is None
             and not self.header_params
             and self.args.context_param is None
+            and cached is None
+            and invalidates is None
         )
-        """The common case (async, no timeout, no context, no header params): a shorter path."""
+        """The common case (async, no timeout, no context, no header params, no cache): a
+        shorter path."""
         self.definition = Tool(
             name=self.name,
             title=title,
@@ -118,10 +131,14 @@ class ToolEntry:
         self, raw_arguments: bytes, ctx: Context, executor: Executor | None
     ) -> CallToolResult:
         """Validate, run and convert. Tool failures become ``isError`` results."""
+        record = current_record() if TRACE.active else None
+        started = clock() if record is not None else 0
         try:
             kwargs = self.args.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        if record is not None:
+            record.validate_ns = clock() - started
         if self.plain:
             try:
                 value = await self.fn(**kwargs)
@@ -132,6 +149,19 @@ class ToolEntry:
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
             return self._result(value)
+        if self.cached is not None:
+            result = await self.cached.call(
+                kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
+            )
+        else:
+            result = await self._invoke(kwargs, ctx, executor)
+        if self.invalidates is not None:
+            await self.invalidates.after(kwargs, result)
+        return result
+
+    async def _invoke(
+        self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
+    ) -> CallToolResult:
         if self.header_params and ctx.headers is not None:
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))

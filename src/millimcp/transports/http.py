@@ -20,6 +20,7 @@ import msgspec
 from millimcp.codec import SSE_KEEPALIVE, sse_event
 from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
 from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
+from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
 from millimcp.protocol import McpHeaders, encode_error
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
@@ -64,6 +65,8 @@ class HttpConfig:
     decompress_requests: bool = True
     """Accept request bodies with ``Content-Encoding`` zstd, gzip or deflate; the decoded body
     is held to ``max_body_bytes`` (413 past it), an unknown coding gets 415."""
+    server_timing: bool = False
+    """Send a ``Server-Timing`` header with the stage timings of each JSON response."""
 
 
 class Exchange(msgspec.Struct, eq=False):
@@ -87,6 +90,8 @@ class Exchange(msgspec.Struct, eq=False):
     disconnected: bool = False
     accept_encoding: bytes | None = None
     """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
+    trace: RequestRecord | None = None
+    """The request's stage timings when tracing is on (millimcp.observe)."""
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
@@ -110,6 +115,11 @@ class Exchange(msgspec.Struct, eq=False):
             hdrs.append((b"content-length", b"%d" % len(body)))
         if headers:
             hdrs += headers
+        trace = self.trace
+        if trace is not None:  # the request is timed up to here; compression included
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -188,6 +198,8 @@ class StreamableHTTPApp:
         self._lifespan = lifespan
         self._gates: dict[_Gate, tuple[int, str] | None] = {}
         self._limit_digits = len(str(self.config.max_body_bytes))
+        if self.config.server_timing:
+            TRACE.add(SERVER_TIMING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -360,6 +372,8 @@ async def _error(
     send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     """An HTTP refusal with a JSON-RPC error body that has no id."""
+    if TRACE.active:
+        TRACE.event("rejected", (str(status),))
     error: ProtocolError = InvalidRequest(message)
     body = encode_error(None, error)
     hdrs = [*_JSON_HEADERS, *headers] if headers else _JSON_HEADERS
