@@ -54,8 +54,6 @@ class OpenTelemetryListener(Listener):
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         otel = _api()
-        from millimcp import __version__
-
         self._otel = otel
         self._trace = otel.trace
         self._context = otel.context
@@ -63,10 +61,8 @@ class OpenTelemetryListener(Listener):
         self._server = otel.trace.SpanKind.SERVER
         self._client = otel.trace.SpanKind.CLIENT
         self._error = otel.trace.Status(otel.trace.StatusCode.ERROR)
-        self.tracer = otel.trace.get_tracer(
-            "millimcp", __version__, tracer_provider=tracer_provider
-        )
-        meter = otel.metrics.get_meter("millimcp", __version__, meter_provider=meter_provider)
+        self.tracer = otel.trace.get_tracer("millimcp", tracer_provider=tracer_provider)
+        meter = otel.metrics.get_meter("millimcp", meter_provider=meter_provider)
         self.duration = meter.create_histogram(
             "mcp.server.operation.duration",
             unit="s",
