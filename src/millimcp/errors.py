@@ -16,7 +16,10 @@
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
-    │                                   protocol error, so the model can read and correct it
+    │   │                               protocol error, so the model can read and correct it
+    │   └── ModelOverloaded             a hosted model's queue is full: retry later
+    ├── TensorFormatError               tensor bytes or header malformed or over a cap
+    │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
@@ -37,9 +40,11 @@ __all__ = [
     "MethodNotFound",
     "MillimcpError",
     "MissingClientCapability",
+    "ModelOverloaded",
     "ParseError",
     "ProtocolError",
     "RequestRejected",
+    "TensorFormatError",
     "ToolError",
     "TransportError",
     "UnsupportedProtocolVersion",
@@ -139,6 +144,14 @@ class FrameTooLarge(TransportError):
 
 class ToolError(MillimcpError):
     """Raise inside a tool to return ``isError: true`` with this message as its text."""
+
+
+class ModelOverloaded(ToolError):
+    """A hosted model's bounded queue is full; the call was refused without waiting."""
+
+
+class TensorFormatError(MillimcpError, ValueError):
+    """Tensor bytes that break the wire format: a forged header, a bad dtype, over a cap."""
 
 
 class ConfigurationError(MillimcpError):
