@@ -29,6 +29,14 @@ from millimcp.protocol.types import (
 from millimcp.server.offload import run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
+from millimcp.tensor.extension import (
+    EXTENSION,
+    RequestAttachment,
+    encode_result,
+    is_tensor_result,
+    peer_accepts,
+    tensor_return,
+)
 
 __all__ = ["TIMEOUT_META_KEY", "ToolEntry", "to_call_result"]
 
@@ -51,6 +59,7 @@ class ToolEntry:
         "name",
         "output",
         "plain",
+        "tensors",
         "text_mirror",
         "timeout",
     )
@@ -77,7 +86,14 @@ class ToolEntry:
         self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
-        self.output = OutputModel.for_return(returns) if structured is not False else None
+        returns_tensors = tensor_return(returns)
+        self.tensors = returns_tensors or bool(self.args.tensor_fields)
+        """Takes or returns tensors (dev.millimcp/tensor)."""
+        self.output = (
+            OutputModel.for_return(returns)
+            if structured is not False and not returns_tensors
+            else None
+        )
         self.text_mirror = text_mirror
         self.timeout = timeout
         if isinstance(annotations, dict):
@@ -85,9 +101,15 @@ class ToolEntry:
         meta = dict(meta or {})
         if timeout is not None:
             meta[TIMEOUT_META_KEY] = int(timeout * 1000)
+        if self.tensors:
+            meta[EXTENSION] = {
+                "arguments": list(self.args.tensor_fields),
+                "result": returns_tensors,
+            }
         self.meta = meta or None
         self.plain = (
             self.is_async
+            and not self.tensors
             and timeout is None
             and not self.header_params
             and self.args.context_param is None
@@ -111,7 +133,12 @@ class ToolEntry:
     ) -> CallToolResult:
         """Validate, run and convert. Tool failures become ``isError`` results."""
         try:
-            kwargs = self.args.decode(raw_arguments)
+            if self.tensors:
+                exchange = ctx.exchange
+                attachment = RequestAttachment(exchange.attachment if exchange else None)
+                kwargs = self.args.decode(raw_arguments, attachment)
+            else:
+                kwargs = self.args.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
         if self.plain:
@@ -123,7 +150,7 @@ class ToolEntry:
                 return self._failed(exc)
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
-            return self._result(value)
+            return self._result(value, ctx)
         if self.header_params and ctx.headers is not None:
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))
@@ -145,7 +172,7 @@ class ToolEntry:
             raise
         except Exception as exc:
             return self._failed(exc)
-        return self._result(value)
+        return self._result(value, ctx)
 
     def _failed(self, exc: Exception) -> CallToolResult:
         if isinstance(exc, ToolError):
@@ -155,12 +182,28 @@ class ToolEntry:
         log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
         return error_result(f"Tool {self.name!r} failed: {exc}")
 
-    def _result(self, value: Any) -> CallToolResult:
+    def _result(self, value: Any, ctx: Context) -> CallToolResult:
         try:
+            if self.tensors and is_tensor_result(value):
+                return _tensor_result(value, ctx)
             return to_call_result(value, self.output, self.text_mirror)
         except (TypeError, ValueError) as exc:
             log.error("tool %s returned an unusable value: %s", self.name, exc)
             return error_result(f"Tool {self.name!r} returned a value that cannot be sent")
+
+
+def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
+    """Tensors raw in the reply's attachment when the peer takes them, else base64 blobs."""
+    exchange = ctx.exchange
+    raw = (
+        exchange is not None
+        and not exchange.streaming
+        and peer_accepts(ctx.client_capabilities.extensions)
+    )
+    content, attachment = encode_result(value, raw)
+    if attachment is not None and exchange is not None:
+        exchange.reply_attachment = attachment
+    return CallToolResult(content=content)
 
 
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")

@@ -134,6 +134,7 @@ class Dispatcher:
                 ctx = Context(request_id, method, meta, exchange.emit, answers, state, headers)
             else:
                 ctx = Context(request_id, method, meta, exchange.emit, None, None, headers)
+            ctx.exchange = exchange  # issue 7: tools reach the request/reply attachments
         except ProtocolError as exc:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
