@@ -11,13 +11,14 @@
     │   ├── InternalError               -32603  a bug on our side; details never leak
     │   ├── HeaderMismatch              -32020  HTTP headers disagree with the body (HTTP 400)
     │   ├── MissingClientCapability     -32021  the request needs a capability the client lacks
-    │   └── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   ├── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   └── Overloaded                  -32050  too many calls in flight and queued (HTTP 503,
+    │                                           ``Retry-After``): retry later, with backoff
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
-    │   │                               protocol error, so the model can read and correct it
-    │   └── ModelOverloaded             a hosted model's queue is full: retry later
+    │                                   protocol error, so the model can read and correct it
     ├── TensorFormatError               tensor bytes or header malformed or over a cap
     │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
@@ -40,7 +41,7 @@ __all__ = [
     "MethodNotFound",
     "MillimcpError",
     "MissingClientCapability",
-    "ModelOverloaded",
+    "Overloaded",
     "ParseError",
     "ProtocolError",
     "RequestRejected",
@@ -121,6 +122,21 @@ class UnsupportedProtocolVersion(ProtocolError):
     http_status = 400
 
 
+class Overloaded(ProtocolError):
+    """The server refuses a call because its in-flight limit and wait queue are full.
+
+    Answered at once (never queued) with HTTP 503 and ``Retry-After: retry_after_s``; the
+    JSON-RPC error's ``data`` carries ``retryAfterMs``. Safe to retry: the call never ran.
+    """
+
+    code = -32050
+    http_status = 503
+
+    def __init__(self, message: str, data: Any = None, *, retry_after_s: int = 1) -> None:
+        super().__init__(message, data)
+        self.retry_after_s = retry_after_s
+
+
 class TransportError(MillimcpError):
     """Refused at the transport, before (or instead of) reading a JSON-RPC message."""
 
@@ -144,10 +160,6 @@ class FrameTooLarge(TransportError):
 
 class ToolError(MillimcpError):
     """Raise inside a tool to return ``isError: true`` with this message as its text."""
-
-
-class ModelOverloaded(ToolError):
-    """A hosted model's bounded queue is full; the call was refused without waiting."""
 
 
 class TensorFormatError(MillimcpError, ValueError):

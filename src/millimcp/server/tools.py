@@ -13,8 +13,10 @@ from typing import Any, Final
 
 import msgspec
 
+from millimcp.cache import CachedTool, Invalidates
 from millimcp.codec import encode
 from millimcp.errors import ConfigurationError, ProtocolError, ToolError
+from millimcp.observe import TRACE, clock, current_record
 from millimcp.protocol.types import (
     AudioContent,
     CallToolResult,
@@ -26,7 +28,7 @@ from millimcp.protocol.types import (
     Tool,
     ToolAnnotations,
 )
-from millimcp.server.offload import run_sync
+from millimcp.server.offload import check_process_safe, run_in_process, run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
 from millimcp.tensor.extension import (
@@ -51,14 +53,17 @@ class ToolEntry:
 
     __slots__ = (
         "args",
+        "cached",
         "definition",
         "fn",
         "header_params",
+        "invalidates",
         "is_async",
         "meta",
         "name",
         "output",
         "plain",
+        "process",
         "tensors",
         "text_mirror",
         "timeout",
@@ -78,17 +83,33 @@ class ToolEntry:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cached: CachedTool | None = None,
+        invalidates: Invalidates | None = None,
+        process: bool = False,
     ) -> None:
         self.fn = fn
+        self.cached = cached
+        """The cache policy bound to the server's store (``cache=``), or None."""
+        self.invalidates = invalidates
+        """Tags this tool invalidates after a successful call (``invalidates=``), or None."""
+        self.process = process
+        """Runs in the server's process pool (``executor="process"``)."""
+        if process:
+            check_process_safe(fn)
         self.name = name or fn.__name__
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
+        if process and self.args.context_param is not None:
+            raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
         returns_tensors = tensor_return(returns)
         self.tensors = returns_tensors or bool(self.args.tensor_fields)
         """Takes or returns tensors (dev.millimcp/tensor)."""
+        if self.tensors and cached is not None:
+            # a cached result would lose its raw attachment, and arrays make no cache key
+            raise ConfigurationError(f"{fn.__qualname__}: a tool with tensors cannot be cached")
         self.output = (
             OutputModel.for_return(returns)
             if structured is not False and not returns_tensors
@@ -113,8 +134,11 @@ class ToolEntry:
             and timeout is None
             and not self.header_params
             and self.args.context_param is None
+            and cached is None
+            and invalidates is None
         )
-        """The common case (async, no timeout, no context, no header params): a shorter path."""
+        """The common case (async, no timeout, no context, no header params, no cache): a
+        shorter path."""
         self.definition = Tool(
             name=self.name,
             title=title,
@@ -132,6 +156,8 @@ class ToolEntry:
         self, raw_arguments: bytes, ctx: Context, executor: Executor | None
     ) -> CallToolResult:
         """Validate, run and convert. Tool failures become ``isError`` results."""
+        record = current_record() if TRACE.active else None
+        started = clock() if record is not None else 0
         try:
             if self.tensors:
                 exchange = ctx.exchange
@@ -141,6 +167,8 @@ class ToolEntry:
                 kwargs = self.args.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        if record is not None:
+            record.validate_ns = clock() - started
         if self.plain:
             try:
                 value = await self.fn(**kwargs)
@@ -151,6 +179,19 @@ class ToolEntry:
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
             return self._result(value, ctx)
+        if self.cached is not None:
+            result = await self.cached.call(
+                kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
+            )
+        else:
+            result = await self._invoke(kwargs, ctx, executor)
+        if self.invalidates is not None:
+            await self.invalidates.after(kwargs, result)
+        return result
+
+    async def _invoke(
+        self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
+    ) -> CallToolResult:
         if self.header_params and ctx.headers is not None:
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))
@@ -164,7 +205,11 @@ class ToolEntry:
                     async with asyncio.timeout(self.timeout):
                         value = await self.fn(**kwargs)
             else:
-                future = run_sync(executor, self.fn, kwargs)
+                if self.process:
+                    assert executor is not None
+                    future = run_in_process(executor, self.fn, kwargs)
+                else:
+                    future = run_sync(executor, self.fn, kwargs)
                 value = await (
                     future if self.timeout is None else asyncio.wait_for(future, self.timeout)
                 )
@@ -201,8 +246,11 @@ def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
         and peer_accepts(ctx.client_capabilities.extensions)
     )
     content, attachment = encode_result(value, raw)
-    if attachment is not None and exchange is not None:
-        exchange.reply_attachment = attachment
+    if exchange is not None:
+        if attachment is not None:
+            exchange.reply_attachment = attachment
+        else:
+            exchange.incompressible = True  # base64 of binary numbers: compression gains little
     return CallToolResult(content=content)
 
 

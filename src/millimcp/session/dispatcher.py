@@ -29,10 +29,12 @@ from millimcp.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    Overloaded,
     ParseError,
     ProtocolError,
     UnsupportedProtocolVersion,
 )
+from millimcp.observe import TRACE, clock
 from millimcp.protocol import (
     METHODS,
     MODERN_VERSIONS,
@@ -94,6 +96,8 @@ class Dispatcher:
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
         request_id: Any = None
+        t0 = clock() if TRACE.active else 0  # observe: stage timings start (millimcp.observe)
+        record = None
         try:
             check_utf8(body)
             fast = self._requests.decode(body)
@@ -135,7 +139,11 @@ class Dispatcher:
             else:
                 ctx = Context(request_id, method, meta, exchange.emit, None, None, headers)
             ctx.exchange = exchange  # issue 7: tools reach the request/reply attachments
+            if t0:  # observe: decode ends, the handler's stages begin
+                record = exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         except ProtocolError as exc:
+            if t0:  # observe
+                TRACE.event("rejected", (str(exc.http_status),))
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
         # Run the handler. A client that disconnects cancels it (see session.disconnects).
@@ -145,8 +153,12 @@ class Dispatcher:
         if sweeper.task is None:
             sweeper.ensure_running()
         status = 200
+        extra: list[tuple[bytes, bytes]] | None = None  # issue 4: Retry-After on a 503
         try:
-            data = encode_result(request_id, await handler(params, ctx))
+            result = await handler(params, ctx)
+            if record is not None:  # observe: the handler is done, encoding starts
+                record.handled()
+            data = encode_result(request_id, result)
         except InputRequired as need:
             if input_required:
                 data = encode_result(request_id, self._input_required(need, params, ctx))
@@ -155,11 +167,16 @@ class Dispatcher:
                 status, data = 500, encode_error(request_id, InternalError("Internal error"))
         except ProtocolError as exc:
             status, data = exc.http_status, encode_error(request_id, exc)
+            if isinstance(exc, Overloaded):  # issue 4: backpressure refusals say when to retry
+                extra = [(b"retry-after", b"%d" % exc.retry_after_s)]
         except asyncio.CancelledError:
             if not exchange.disconnected:
                 raise
             if task is not None:
                 task.uncancel()
+            if record is not None:  # observe: 499, the client closed the request
+                record.status = 499
+                TRACE.end(record)
             return  # the client went away; the request was cancelled
         except Exception:
             log.exception("handler for %s failed", method)
@@ -168,11 +185,15 @@ class Dispatcher:
             sweeper.leave(exchange)
             if exchange.streaming:
                 exchange.stop_keepalive()
+        if record is not None:  # observe: the encode stage ends
+            record.encoded(status)
         if exchange.streaming:
             await exchange.send_event(data)
             await exchange.end_stream()
         else:
-            await exchange.reply(status, data)
+            await exchange.reply(status, data, extra)
+        if record is not None:  # observe: the request is done
+            TRACE.end(record)
 
     def _admit_slowly(self, body: bytes) -> tuple[str, Any, Any, _Route | None]:
         """The general path: every kind of message, with a precise error for what is wrong.

@@ -25,7 +25,9 @@ import msgspec
 
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
 from millimcp.codec.attachment import AttachmentFramingError, frame, split
-from millimcp.errors import InvalidRequest, ProtocolError
+from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
+from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
+from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
 from millimcp.protocol import McpHeaders, encode_error
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
@@ -43,6 +45,8 @@ _SSE_HEADERS: Final = [
 ]
 _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ATTACHMENT_HEADERS: Final = [(b"content-type", _ATTACHMENT)]
+_VARY: Final = (b"vary", b"accept-encoding")
+_ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
 _UNSEEN: Final[Any] = object()
 _Gate = tuple[bytes | None, bytes | None, bytes | None, str]
@@ -61,6 +65,17 @@ class HttpConfig:
     """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
     sse_keepalive_s: float = 15.0
     """Seconds between keep-alive comments on a quiet SSE stream."""
+    compression: tuple[str, ...] = ("zstd", "gzip")
+    """Codings offered for JSON responses, preferred first (negotiated with the client's
+    ``Accept-Encoding``); ``()`` turns response compression off. ``zstd`` needs the
+    ``compress`` extra. SSE streams are never compressed (see docs/serving.md)."""
+    compress_min_bytes: int = 1024
+    """Responses shorter than this are sent as they are: compressing them gains nothing."""
+    decompress_requests: bool = True
+    """Accept request bodies with ``Content-Encoding`` zstd, gzip or deflate; the decoded body
+    is held to ``max_body_bytes`` (413 past it), an unknown coding gets 415."""
+    server_timing: bool = False
+    """Send a ``Server-Timing`` header with the stage timings of each JSON response."""
     max_attachment_bytes: int = 64 * 1024 * 1024
     """Size limit of a body with a binary attachment (``dev.millimcp/tensor``); its JSON part
     is still held to ``max_body_bytes``."""
@@ -85,22 +100,51 @@ class Exchange(msgspec.Struct, eq=False):
     age: int = 0
     watcher: asyncio.Future[None] | None = None
     disconnected: bool = False
+    accept_encoding: bytes | None = None
+    """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
+    trace: RequestRecord | None = None
+    """The request's stage timings when tracing is on (millimcp.observe)."""
     attachment: memoryview | None = None
     """The request's binary attachment (``dev.millimcp/tensor`` framing), writable, not copied."""
     reply_attachment: list[Any] | None = None
     """Buffers a handler attaches to its JSON reply; ``reply`` then frames the body."""
+    incompressible: bool = False
+    """Set by a handler whose reply will not compress (base64 of binary tensors): sent as is."""
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
     ) -> None:
-        """Send the whole response: a JSON body (or none when ``body`` is empty)."""
+        """Send the whole response: a JSON body (or none when ``body`` is empty).
+
+        A body of ``compress_min_bytes`` or more is compressed with the coding negotiated from
+        ``Accept-Encoding`` and carries ``Vary: Accept-Encoding`` either way.
+        """
         self.started = True
         if self.reply_attachment is not None and body:
             await self._reply_framed(status, body, self.reply_attachment, headers)
             return
-        hdrs = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())] if body else []
+        if not body:
+            hdrs = []
+        elif (
+            len(body) < self.config.compress_min_bytes
+            or not self.config.compression
+            or self.incompressible
+        ):
+            hdrs = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
+        else:
+            coding = negotiate(self.accept_encoding, self.config.compression)
+            hdrs = [*_JSON_HEADERS, _VARY]
+            if coding is not None:
+                body = compress(body, coding)
+                hdrs.append((b"content-encoding", coding.encode()))
+            hdrs.append((b"content-length", b"%d" % len(body)))
         if headers:
             hdrs += headers
+        trace = self.trace
+        if trace is not None:  # the request is timed up to here; compression included
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -113,7 +157,12 @@ class Exchange(msgspec.Struct, eq=False):
     ) -> None:
         parts = frame(body, attachment)
         size = sum(len(part) for part in parts)
-        hdrs = [*_ATTACHMENT_HEADERS, (b"content-length", str(size).encode()), *(headers or [])]
+        hdrs = [*_ATTACHMENT_HEADERS, (b"content-length", b"%d" % size), *(headers or [])]
+        trace = self.trace
+        if trace is not None:
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
         send = self._send
         await send({"type": "http.response.start", "status": status, "headers": hdrs})
         last = len(parts) - 1
@@ -195,6 +244,8 @@ class StreamableHTTPApp:
         self._lifespan = lifespan
         self._gates: dict[_Gate, tuple[int, str] | None] = {}
         self._limit_digits = len(str(self.config.max_body_bytes))
+        if self.config.server_timing:
+            TRACE.add(SERVER_TIMING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -245,6 +296,17 @@ class StreamableHTTPApp:
         if body is None:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
+        coding = get(b"content-encoding")
+        if coding is not None and config.decompress_requests:
+            try:
+                body = decompress(body, coding.decode("latin-1"), limit)
+            except FrameTooLarge:
+                await _error(send, 413, f"Request body larger than {limit} bytes once decoded")
+                return
+            except RequestRejected as exc:
+                extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
+                await _error(send, exc.status, exc.message, extra)
+                return
         version = get(b"mcp-protocol-version")
         method = get(b"mcp-method")
         name = get(b"mcp-name")
@@ -254,13 +316,23 @@ class StreamableHTTPApp:
             None if name is None else name.decode("latin-1"),
             raw_headers,
         )
-        await self.handler.handle_http(body, mcp, Exchange(receive, send, config))
+        exchange = Exchange(receive, send, config, accept_encoding=get(b"accept-encoding"))
+        await self.handler.handle_http(body, mcp, exchange)
 
     async def _handle_framed(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
     ) -> None:
         """A body with a binary attachment: read it into one writable buffer and split it."""
         config = self.config
+        coding = headers.get(b"content-encoding")
+        if coding is not None and coding.strip().lower() != b"identity":
+            await _error(
+                send,
+                415,
+                "Unsupported Media Type: a body with an attachment is sent "
+                "without Content-Encoding",
+            )
+            return
         limit = config.max_attachment_bytes
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
@@ -275,7 +347,7 @@ class StreamableHTTPApp:
         except AttachmentFramingError as exc:
             await _error(send, 400, f"Invalid request: {exc}")
             return
-        exchange = Exchange(receive, send, config)
+        exchange = Exchange(receive, send, config, accept_encoding=headers.get(b"accept-encoding"))
         exchange.attachment = attachment
         mcp = _mcp_headers(scope["headers"], headers.get)
         await self.handler.handle_http(message, mcp, exchange)
@@ -422,9 +494,14 @@ async def _plain(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _error(send: Send, status: int, message: str) -> None:
+async def _error(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     """An HTTP refusal with a JSON-RPC error body that has no id."""
+    if TRACE.active:
+        TRACE.event("rejected", (str(status),))
     error: ProtocolError = InvalidRequest(message)
     body = encode_error(None, error)
-    await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+    hdrs = [*_JSON_HEADERS, *headers] if headers else _JSON_HEADERS
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
     await send({"type": "http.response.body", "body": body})
