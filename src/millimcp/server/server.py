@@ -17,6 +17,7 @@ import msgspec
 
 from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
+from millimcp.observe import TRACE, current_record
 from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer
 from millimcp.protocol.types import (
     META_SERVER_INFO,
@@ -361,7 +362,18 @@ class Server:
         at ``/api/mcp``; ``path=None`` answers on any path and leaves routing to the host app.
         """
         config = HttpConfig(path=path) if http is None else dataclasses.replace(http, path=path)
-        return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+        if self.config.server_timing and not config.server_timing:
+            config = dataclasses.replace(config, server_timing=True)
+        if self.config.opentelemetry:
+            from millimcp.observe.otel import install
+
+            install()
+        app: Any = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+        if self.config.metrics_path is not None:
+            from millimcp.observe.prometheus import MetricsApp
+
+            app = MetricsApp(app, self.config.metrics_path)
+        return app
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
@@ -503,6 +515,10 @@ class Server:
             if tool_limiter is not None:
                 tool_limiter.release()
         result.meta = self._result_meta
+        if result.is_error and TRACE.active:
+            record = current_record()
+            if record is not None:
+                record.tool_error = True
         return result
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
