@@ -19,6 +19,8 @@
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
     │                                   protocol error, so the model can read and correct it
+    ├── TensorFormatError               tensor bytes or header malformed or over a cap
+    │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
@@ -43,6 +45,7 @@ __all__ = [
     "ParseError",
     "ProtocolError",
     "RequestRejected",
+    "TensorFormatError",
     "ToolError",
     "TransportError",
     "UnsupportedProtocolVersion",
@@ -157,6 +160,10 @@ class FrameTooLarge(TransportError):
 
 class ToolError(MillimcpError):
     """Raise inside a tool to return ``isError: true`` with this message as its text."""
+
+
+class TensorFormatError(MillimcpError, ValueError):
+    """Tensor bytes that break the wire format: a forged header, a bad dtype, over a cap."""
 
 
 class ConfigurationError(MillimcpError):

@@ -55,6 +55,8 @@ from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, Dispatcher, RequestHandler
+from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
+from millimcp.tensor.extension import capability as tensor_capability
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 
 __all__ = ["Server"]
@@ -326,6 +328,11 @@ class Server:
             prompts={"listChanged": True} if self._prompts else None,
             completions={} if self._completer is not None else None,
             logging={},
+            extensions=(
+                {TENSOR_EXTENSION: tensor_capability()}
+                if any(entry.tensors for entry in self._tools.values())
+                else None
+            ),
         )
 
     def handlers(self) -> dict[str, RequestHandler]:

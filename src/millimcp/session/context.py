@@ -37,6 +37,7 @@ from millimcp.protocol.types import (
     Root,
     SamplingMessage,
 )
+from millimcp.transports.http import Exchange
 
 __all__ = ["Context", "InputRequired"]
 
@@ -85,6 +86,9 @@ class Context(msgspec.Struct, eq=False):
     headers: McpHeaders | None = None
     """The MCP headers of the HTTP request (None on other transports)."""
     _seq: int = 0
+    exchange: Exchange | None = None
+    """The HTTP exchange (None on other transports): its request attachment and reply
+    attachment carry tensors under ``dev.millimcp/tensor``."""
 
     @property
     def protocol_version(self) -> str | None:

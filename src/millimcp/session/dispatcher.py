@@ -138,6 +138,7 @@ class Dispatcher:
                 ctx = Context(request_id, method, meta, exchange.emit, answers, state, headers)
             else:
                 ctx = Context(request_id, method, meta, exchange.emit, None, None, headers)
+            ctx.exchange = exchange  # issue 7: tools reach the request/reply attachments
             if t0:  # observe: decode ends, the handler's stages begin
                 record = exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         except ProtocolError as exc:
