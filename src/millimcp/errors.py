@@ -11,7 +11,10 @@
     │   ├── InternalError               -32603  a bug on our side; details never leak
     │   ├── HeaderMismatch              -32020  HTTP headers disagree with the body (HTTP 400)
     │   ├── MissingClientCapability     -32021  the request needs a capability the client lacks
-    │   └── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   ├── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   ├── SessionRequired             -32000  a handshake-era request without a session (400)
+    │   ├── SessionNotFound             -32001  unknown or expired ``Mcp-Session-Id`` (404)
+    │   └── TooManySessions             -32002  the live-session cap is reached (503)
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
@@ -40,6 +43,9 @@ __all__ = [
     "ParseError",
     "ProtocolError",
     "RequestRejected",
+    "SessionNotFound",
+    "SessionRequired",
+    "TooManySessions",
     "ToolError",
     "TransportError",
     "UnsupportedProtocolVersion",
@@ -114,6 +120,27 @@ class MissingClientCapability(ProtocolError):
 class UnsupportedProtocolVersion(ProtocolError):
     code = -32022
     http_status = 400
+
+
+class SessionRequired(ProtocolError):
+    """A handshake-era request that needs ``Mcp-Session-Id`` (or ``initialize`` first)."""
+
+    code = -32000
+    http_status = 400
+
+
+class SessionNotFound(ProtocolError):
+    """The session ended (DELETE, idle timeout) or never existed: start a new one."""
+
+    code = -32001
+    http_status = 404
+
+
+class TooManySessions(ProtocolError):
+    """Every session slot is taken; the client may retry after ``Retry-After`` seconds."""
+
+    code = -32002
+    http_status = 503
 
 
 class TransportError(MillimcpError):

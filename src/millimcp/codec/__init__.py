@@ -8,7 +8,7 @@ from millimcp.codec.json import (
     decoder_for,
     encode,
 )
-from millimcp.codec.sse import SSE_KEEPALIVE, sse_event
+from millimcp.codec.sse import SSE_KEEPALIVE, sse_event, sse_priming
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -19,4 +19,5 @@ __all__ = [
     "decoder_for",
     "encode",
     "sse_event",
+    "sse_priming",
 ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from millimcp.session import SessionConfig
 
 __all__ = ["ServerConfig"]
 
@@ -29,3 +31,6 @@ class ServerConfig:
     """Put ``io.modelcontextprotocol/serverInfo`` in every result's ``_meta`` (a SHOULD)."""
     listener_queue: int = 1024
     """Notifications buffered per ``subscriptions/listen`` stream before it is closed."""
+    sessions: SessionConfig = field(default_factory=SessionConfig)
+    """The handshake era (``initialize``, ``Mcp-Session-Id``); ``SessionConfig(enabled=False)``
+    serves only the stateless revisions."""
