@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,23 @@ def missing_tool() -> object:
         pytest.skip(reason)
 
     return report
+
+
+@pytest.fixture(scope="session")
+def redis_url(missing_tool: Any) -> Iterator[str]:
+    """A Redis for the cache tests: ``MILLIMCP_REDIS_URL`` if given, else a private
+    ``redis-server`` on a free port (the machine's own Redis is never touched)."""
+    given = os.environ.get("MILLIMCP_REDIS_URL")
+    if given:
+        yield given
+        return
+    from tests.servers.redis_server import redis_binary, start_redis, stop_redis
+
+    binary = redis_binary()
+    if binary is None:
+        missing_tool("redis-server is not installed (.ci/run installs it)")
+    assert binary is not None
+    port = free_port()
+    process = start_redis(port, binary)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_redis(process)

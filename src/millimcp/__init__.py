@@ -10,12 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from millimcp.cache import Cache, CacheConfig
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
     from millimcp.server import Server, ServerConfig, content
     from millimcp.session import Context, InputRequired
     from millimcp.transports.http import HttpConfig
 
 __all__ = [
+    "Cache",
+    "CacheConfig",
     "ConfigurationError",
     "Context",
     "HttpConfig",
@@ -31,6 +34,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 _HOMES = {
+    "Cache": "millimcp.cache",
+    "CacheConfig": "millimcp.cache",
     "ConfigurationError": "millimcp.errors",
     "MillimcpError": "millimcp.errors",
     "ProtocolError": "millimcp.errors",

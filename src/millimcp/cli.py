@@ -47,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--http", choices=("uvicorn", "granian"), default="uvicorn")
     serve.add_argument("--log-level", default="warning")
+    serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
+    serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
     args = parser.parse_args(argv)
+    if args.command == "serve" and (args.certfile is None) != (args.keyfile is None):
+        parser.error("--certfile and --keyfile go together")
     if args.command == "serve":
         return _serve(args)
     return 2
@@ -66,6 +70,8 @@ def _serve(args: argparse.Namespace) -> int:
             workers=args.workers,
             http=args.http,
             log_level=args.log_level,
+            certfile=args.certfile,
+            keyfile=args.keyfile,
         )
         return 0
     try:
@@ -73,5 +79,12 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"millimcp: {exc}", file=sys.stderr)
         return 2
-    run_app(server.asgi(path=args.path), host=args.host, port=args.port, log_level=args.log_level)
+    run_app(
+        server.asgi(path=args.path),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
     return 0

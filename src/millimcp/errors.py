@@ -14,7 +14,9 @@
     │   ├── UnsupportedProtocolVersion  -32022  the requested revision is not served
     │   ├── SessionRequired             -32000  a handshake-era request without a session (400)
     │   ├── SessionNotFound             -32001  unknown or expired ``Mcp-Session-Id`` (404)
-    │   └── TooManySessions             -32002  the live-session cap is reached (503)
+    │   ├── TooManySessions             -32002  the live-session cap is reached (503)
+    │   └── Overloaded                  -32050  too many calls in flight and queued (HTTP 503,
+    │                                           ``Retry-After``): retry later, with backoff
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
@@ -40,6 +42,7 @@ __all__ = [
     "MethodNotFound",
     "MillimcpError",
     "MissingClientCapability",
+    "Overloaded",
     "ParseError",
     "ProtocolError",
     "RequestRejected",
@@ -141,6 +144,21 @@ class TooManySessions(ProtocolError):
 
     code = -32002
     http_status = 503
+
+
+class Overloaded(ProtocolError):
+    """The server refuses a call because its in-flight limit and wait queue are full.
+
+    Answered at once (never queued) with HTTP 503 and ``Retry-After: retry_after_s``; the
+    JSON-RPC error's ``data`` carries ``retryAfterMs``. Safe to retry: the call never ran.
+    """
+
+    code = -32050
+    http_status = 503
+
+    def __init__(self, message: str, data: Any = None, *, retry_after_s: int = 1) -> None:
+        super().__init__(message, data)
+        self.retry_after_s = retry_after_s
 
 
 class TransportError(MillimcpError):

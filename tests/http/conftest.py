@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import free_port, start_server, stop_server
 
 VERSION = "2026-07-28"
 META = {
@@ -71,3 +72,21 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 def rpc(server_url: str) -> Iterator[Rpc]:
     with httpx.Client(timeout=30) as client:
         yield Rpc(client, server_url)
+
+
+@pytest.fixture(scope="session")
+def fast_url() -> Iterator[str]:
+    """tests/servers/fastpath_server.py (backpressure, timeouts, offloading, big results)."""
+    port = free_port()
+    process = start_server(
+        ["-m", "millimcp", "serve", "tests.servers.fastpath_server:server", "--port", str(port)],
+        port,
+    )
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop_server(process)
+
+
+@pytest.fixture
+def fast(fast_url: str) -> Iterator[Rpc]:
+    with httpx.Client(timeout=30) as client:
+        yield Rpc(client, fast_url)

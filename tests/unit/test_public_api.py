@@ -10,6 +10,8 @@ import types
 import millimcp
 
 EXPECTED_ALL = [
+    "Cache",
+    "CacheConfig",
     "ConfigurationError",
     "Context",
     "HttpConfig",
@@ -33,9 +35,11 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_public_names_are_the_objects_from_their_rooms() -> None:
-    from millimcp import errors, server, session
+    from millimcp import cache, errors, server, session
     from millimcp.transports import http
 
+    assert millimcp.Cache is cache.Cache
+    assert millimcp.CacheConfig is cache.CacheConfig
     assert millimcp.ConfigurationError is errors.ConfigurationError
     assert millimcp.MillimcpError is errors.MillimcpError
     assert millimcp.ProtocolError is errors.ProtocolError

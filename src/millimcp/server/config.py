@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
+from millimcp.cache import CacheConfig
+from millimcp.resilience import ConcurrencyLimit
 from millimcp.session import SessionConfig
 
 __all__ = ["ServerConfig"]
@@ -21,7 +23,18 @@ class ServerConfig:
     """``cacheScope`` on list results and ``server/discover``: ``private`` when lists differ by
     caller."""
     sync_workers: int = min(32, (os.cpu_count() or 1) + 4)
-    """Threads for sync handlers; they never run on the event loop."""
+    """Threads for sync handlers; they never run on the event loop. A sync tool past its
+    timeout cannot be stopped in its thread: it keeps its thread until it returns, so the pool
+    is bounded and the in-flight limit (``limit``) bounds what queues for it."""
+    process_workers: int = os.cpu_count() or 1
+    """Processes for ``@server.tool(executor="process")`` tools (the pool starts on first use)."""
+    limit: ConcurrencyLimit | None = field(default_factory=ConcurrencyLimit)
+    """Backpressure on work methods (``tools/call``, ``resources/read``, ``prompts/get``,
+    ``completion/complete``): calls in flight and queued; beyond both, HTTP 503 with
+    ``Retry-After``. Lists, discovery, notifications and ping are never limited. ``None``: no
+    limit (an unbounded queue; not recommended)."""
+    tool_timeout_s: float | None = None
+    """Timeout of every tool registered without its own ``timeout=``; ``None``: none."""
     state_key: bytes | None = None
     """Key that seals MRTR ``requestState``. None: ``MILLIMCP_STATE_KEY`` from the environment
     (hex), else a random per-process key (then every worker of a deployment needs the same
@@ -34,3 +47,5 @@ class ServerConfig:
     sessions: SessionConfig = field(default_factory=SessionConfig)
     """The handshake era (``initialize``, ``Mcp-Session-Id``); ``SessionConfig(enabled=False)``
     serves only the stateless revisions."""
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    """The tool-result cache: L1 size, the Redis URL of the shared tier (None: L1 only)."""

@@ -1,15 +1,29 @@
-"""Running a sync handler off the event loop, with the caller's context variables."""
+"""Running handlers off the event loop: sync ones on threads, CPU-bound ones in processes.
+
+A sync handler on the event loop stalls every other call (SEEDS S2.4, S5.1), so sync handlers
+run on the server's bounded thread pool. A thread cannot be stopped from outside: a sync tool
+past its timeout is answered as timed out at once, but keeps its thread until it returns.
+
+CPU-bound tools (``@server.tool(executor="process")``) run in a process pool, outside the
+GIL. Their function and arguments cross the process boundary by pickling, so the function
+must be a module-level (importable) sync function and take no ``Context``. Workers start with
+``forkserver`` where available (a fork of a threaded server process can deadlock).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import functools
+import inspect
+import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
-__all__ = ["run_sync"]
+from millimcp.errors import ConfigurationError
+
+__all__ = ["check_process_safe", "new_process_pool", "run_in_process", "run_sync"]
 
 
 def run_sync(
@@ -18,3 +32,27 @@ def run_sync(
     """Schedule ``fn(**kwargs)`` on ``executor``; the future resolves on the event loop."""
     call = functools.partial(contextvars.copy_context().run, fn, **kwargs)
     return asyncio.get_running_loop().run_in_executor(executor, call)
+
+
+def run_in_process(
+    executor: Executor, fn: Callable[..., Any], kwargs: dict[str, Any]
+) -> asyncio.Future[Any]:
+    """Schedule ``fn(**kwargs)`` in a process pool (no context variables cross over)."""
+    return asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, **kwargs))
+
+
+def check_process_safe(fn: Callable[..., Any]) -> None:
+    """Refuse, at registration, a function that cannot run in a worker process."""
+    where = getattr(fn, "__qualname__", repr(fn))
+    if inspect.iscoroutinefunction(fn):
+        raise ConfigurationError(f"{where}: executor='process' needs a sync function")
+    if "<locals>" in where or "<lambda>" in where or not getattr(fn, "__module__", None):
+        raise ConfigurationError(
+            f"{where}: executor='process' needs a module-level function (it is pickled by name)"
+        )
+
+
+def new_process_pool(workers: int) -> ProcessPoolExecutor:
+    methods = multiprocessing.get_all_start_methods()
+    method = "forkserver" if "forkserver" in methods else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))

@@ -2,11 +2,19 @@
 
 Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both servers set it on
 accepted sockets); access logs off. Why uvicorn is the default: docs/serving.md.
+
+TLS (``certfile`` + ``keyfile``, PEM) works with both. Session resumption is on in both, so
+a client that reconnects skips the full handshake (SEEDS S2.3): uvicorn's OpenSSL context
+issues TLS 1.3 session tickets (OpenSSL's default, never turned off here), granian's rustls
+keeps a server-side session cache and issues tickets for it. HTTP/2 needs granian: over TLS it
+is chosen by ALPN (``h2``, else ``http/1.1``), in cleartext a client may speak h2c with prior
+knowledge on the same port. uvicorn speaks HTTP/1.1 only.
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from millimcp.errors import ConfigurationError
@@ -23,8 +31,15 @@ def run_app(
     http: str = "uvicorn",
     log_level: str = "warning",
     keepalive_s: int = 60,
+    certfile: str | None = None,
+    keyfile: str | None = None,
 ) -> None:
-    """Serve an ASGI app (or an import string, needed for workers > 1)."""
+    """Serve an ASGI app (or an import string, needed for workers > 1 and granian).
+
+    ``certfile`` and ``keyfile`` (PEM; granian wants the key in PKCS#8) turn on TLS.
+    """
+    if (certfile is None) != (keyfile is None):
+        raise ConfigurationError("TLS needs both a certificate file and a key file")
     if http == "uvicorn":
         try:
             import uvicorn
@@ -43,20 +58,37 @@ def run_app(
             log_level=log_level,
             timeout_keep_alive=keepalive_s,
             lifespan="on",
+            ssl_certfile=certfile,
+            ssl_keyfile=keyfile,
         )
     elif http == "granian":
         try:
-            from granian import Granian  # type: ignore[import-not-found]
-            from granian.constants import Interfaces  # type: ignore[import-not-found]
+            from granian import Granian
+            from granian.constants import HTTPModes, Interfaces
+            from granian.log import LogLevels
         except ImportError:
             raise ConfigurationError(
                 "granian is not installed: pip install 'millimcp[granian]'"
             ) from None
         if not isinstance(app, str):
             raise ConfigurationError("granian needs an import string (module:attribute)")
-        Granian(app, address=host, port=port, workers=workers, interface=Interfaces.ASGI).serve()
+        Granian(
+            app,
+            address=host,
+            port=port,
+            workers=workers,
+            interface=Interfaces.ASGI,
+            http=HTTPModes.auto,  # HTTP/1.1 and HTTP/2 (ALPN over TLS, h2c prior knowledge)
+            log_level=LogLevels(log_level) if log_level in _GRANIAN_LEVELS else LogLevels.warning,
+            log_access=False,
+            ssl_cert=None if certfile is None else Path(certfile),
+            ssl_key=None if keyfile is None else Path(keyfile),
+        ).serve()
     else:
         raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn or granian")
+
+
+_GRANIAN_LEVELS = frozenset({"critical", "error", "warning", "warn", "info", "debug"})
 
 
 def _has(module: str) -> bool:

@@ -7,14 +7,16 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import inspect
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, TypeVar
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
+from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
 from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer, encode_notification
 from millimcp.protocol.types import (
@@ -50,7 +52,9 @@ from millimcp.protocol.types import (
     SubscriptionsAcknowledgedParams,
     ToolAnnotations,
 )
+from millimcp.resilience import ConcurrencyLimit, InFlightLimiter
 from millimcp.server.config import ServerConfig
+from millimcp.server.offload import new_process_pool
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
@@ -111,6 +115,11 @@ class Server:
         self._dispatchers: list[Dispatcher] = []
         self._lists: dict[str, list[msgspec.Raw]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._cache: CacheStore | None = None
+        self._processes: ProcessPoolExecutor | None = None
+        limit = self.config.limit
+        self._limiter = None if limit is None else InFlightLimiter(limit)
+        self._tool_limiters: dict[str, InFlightLimiter] = {}
         key = self.config.state_key
         if key is None:
             env = os.environ.get("MILLIMCP_STATE_KEY")
@@ -144,6 +153,10 @@ class Server:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cache: Cache | None = None,
+        invalidates: Sequence[str] = (),
+        concurrency: ConcurrencyLimit | None = None,
+        executor: Literal["thread", "process"] = "thread",
     ) -> Callable[[F], F]:
         """Register a tool. Its input schema comes from the type hints of its parameters.
 
@@ -156,9 +169,21 @@ class Server:
         HTTP clients must send and the server checks against the arguments.
         ``input_schema`` replaces the generated schema on the wire (served verbatim); the
         arguments are still decoded by the function's signature.
+        ``timeout=None`` takes ``ServerConfig.tool_timeout_s``.
+        ``concurrency`` limits this tool's calls in flight and queued (besides the server's
+        ``ServerConfig.limit``); beyond both, the call is refused with HTTP 503.
+        ``executor="process"`` runs a CPU-bound sync, module-level function in the server's
+        process pool (``ServerConfig.process_workers``) instead of its thread pool.
+        ``cache`` caches its successful results (:class:`~millimcp.cache.Cache`: TTL, scope,
+        key, tags); ``invalidates`` lists tags, formatted from the arguments
+        (``"orders:{user_id}"``), dropped from the cache after each successful call.
         """
+        if timeout is None:
+            timeout = self.config.tool_timeout_s
 
         def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            parameters = tuple(inspect.signature(fn).parameters)
             entry = ToolEntry(
                 fn,
                 name=name,
@@ -171,8 +196,19 @@ class Server:
                 meta=meta,
                 headers=headers,
                 input_schema=input_schema,
+                cached=None
+                if cache is None
+                else CachedTool(self.cache, cache, tool_name, parameters),
+                invalidates=None
+                if not invalidates
+                else Invalidates(self.cache, invalidates, tool_name, parameters),
+                process=executor == "process",
             )
             self._tools[entry.name] = entry
+            if concurrency is not None:
+                self._tool_limiters[entry.name] = InFlightLimiter(concurrency, f"tool {entry.name}")
+            else:
+                self._tool_limiters.pop(entry.name, None)
             self._changed("tools")
             return fn
 
@@ -180,6 +216,7 @@ class Server:
 
     def remove_tool(self, name: str) -> None:
         del self._tools[name]
+        self._tool_limiters.pop(name, None)
         self._changed("tools")
 
     def resource(
@@ -321,10 +358,10 @@ class Server:
             "resources/templates/list": self._lister(
                 "templates", ListResourceTemplatesResult, "resource_templates"
             ),
-            "resources/read": self._read_resource,
+            "resources/read": self._limited(self._read_resource),
             "prompts/list": self._lister("prompts", ListPromptsResult, "prompts"),
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
+            "prompts/get": self._limited(self._get_prompt),
+            "completion/complete": self._limited(self._complete),
             "subscriptions/listen": self._listen,
             "initialize": self._initialize,
             "resources/subscribe": self._subscribe,
@@ -379,6 +416,8 @@ class Server:
                 yield
         finally:
             self.close()
+            if self._cache is not None:
+                await self._cache.close()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the thread pool."""
@@ -391,6 +430,18 @@ class Server:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+        if self._processes is not None:
+            self._processes.shutdown(wait=False, cancel_futures=True)
+            self._processes = None
+
+    @property
+    def cache(self) -> CacheStore:
+        """The tool-result cache (``ServerConfig.cache``).
+
+        ``await server.cache.invalidate("orders:42")`` drops entries in every process."""
+        if self._cache is None:
+            self._cache = CacheStore(self.config.cache)
+        return self._cache
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -399,6 +450,28 @@ class Server:
                 self.config.sync_workers, thread_name_prefix="millimcp-sync"
             )
         return self._executor
+
+    @property
+    def processes(self) -> ProcessPoolExecutor:
+        """The process pool of ``executor="process"`` tools, started on first use."""
+        if self._processes is None:
+            self._processes = new_process_pool(self.config.process_workers)
+        return self._processes
+
+    def _limited(self, handler: RequestHandler) -> RequestHandler:
+        """``handler`` behind the server's in-flight limit (backpressure)."""
+        limiter = self._limiter
+        if limiter is None:
+            return handler
+
+        async def limited(params: Any, ctx: Context) -> Any:
+            await limiter.acquire()
+            try:
+                return await handler(params, ctx)
+            finally:
+                limiter.release()
+
+        return limited
 
     # -- method handlers --------------------------------------------------------------------
 
@@ -468,7 +541,24 @@ class Server:
         entry = self._tools.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool: {params.name}", {"name": params.name})
-        result = await entry.call(params.arguments, ctx, self._executor or self.executor)
+        # Backpressure: the tool's own limit first (a call queued for a busy tool holds no
+        # server slot), then the server's.
+        tool_limiter = self._tool_limiters.get(params.name) if self._tool_limiters else None
+        if tool_limiter is not None:
+            await tool_limiter.acquire()
+        try:
+            limiter = self._limiter
+            if limiter is not None:
+                await limiter.acquire()
+            try:
+                pool = self.processes if entry.process else (self._executor or self.executor)
+                result = await entry.call(params.arguments, ctx, pool)
+            finally:
+                if limiter is not None:
+                    limiter.release()
+        finally:
+            if tool_limiter is not None:
+                tool_limiter.release()
         result.meta = self._result_meta
         return result
 

@@ -13,8 +13,10 @@ from typing import Any, Final
 
 import msgspec
 
+from millimcp.cache import CachedTool, Invalidates
 from millimcp.codec import encode
 from millimcp.errors import ConfigurationError, ProtocolError, ToolError
+from millimcp.observe import TRACE, clock, current_record
 from millimcp.protocol.types import (
     AudioContent,
     CallToolResult,
@@ -26,7 +28,7 @@ from millimcp.protocol.types import (
     Tool,
     ToolAnnotations,
 )
-from millimcp.server.offload import run_sync
+from millimcp.server.offload import check_process_safe, run_in_process, run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
 
@@ -43,14 +45,17 @@ class ToolEntry:
 
     __slots__ = (
         "args",
+        "cached",
         "definition",
         "fn",
         "header_params",
+        "invalidates",
         "is_async",
         "meta",
         "name",
         "output",
         "plain",
+        "process",
         "text_mirror",
         "timeout",
     )
@@ -69,12 +74,25 @@ class ToolEntry:
         meta: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        cached: CachedTool | None = None,
+        invalidates: Invalidates | None = None,
+        process: bool = False,
     ) -> None:
         self.fn = fn
+        self.cached = cached
+        """The cache policy bound to the server's store (``cache=``), or None."""
+        self.invalidates = invalidates
+        """Tags this tool invalidates after a successful call (``invalidates=``), or None."""
+        self.process = process
+        """Runs in the server's process pool (``executor="process"``)."""
+        if process:
+            check_process_safe(fn)
         self.name = name or fn.__name__
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
+        if process and self.args.context_param is not None:
+            raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
         self.output = OutputModel.for_return(returns) if structured is not False else None
@@ -91,8 +109,11 @@ class ToolEntry:
             and timeout is None
             and not self.header_params
             and self.args.context_param is None
+            and cached is None
+            and invalidates is None
         )
-        """The common case (async, no timeout, no context, no header params): a shorter path."""
+        """The common case (async, no timeout, no context, no header params, no cache): a
+        shorter path."""
         self.definition = Tool(
             name=self.name,
             title=title,
@@ -110,10 +131,14 @@ class ToolEntry:
         self, raw_arguments: bytes, ctx: Context, executor: Executor | None
     ) -> CallToolResult:
         """Validate, run and convert. Tool failures become ``isError`` results."""
+        record = current_record() if TRACE.active else None
+        started = clock() if record is not None else 0
         try:
             kwargs = self.args.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+        if record is not None:
+            record.validate_ns = clock() - started
         if self.plain:
             try:
                 value = await self.fn(**kwargs)
@@ -124,6 +149,19 @@ class ToolEntry:
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
             return self._result(value)
+        if self.cached is not None:
+            result = await self.cached.call(
+                kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
+            )
+        else:
+            result = await self._invoke(kwargs, ctx, executor)
+        if self.invalidates is not None:
+            await self.invalidates.after(kwargs, result)
+        return result
+
+    async def _invoke(
+        self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
+    ) -> CallToolResult:
         if self.header_params and ctx.headers is not None:
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))
@@ -137,7 +175,11 @@ class ToolEntry:
                     async with asyncio.timeout(self.timeout):
                         value = await self.fn(**kwargs)
             else:
-                future = run_sync(executor, self.fn, kwargs)
+                if self.process:
+                    assert executor is not None
+                    future = run_in_process(executor, self.fn, kwargs)
+                else:
+                    future = run_sync(executor, self.fn, kwargs)
                 value = await (
                     future if self.timeout is None else asyncio.wait_for(future, self.timeout)
                 )

@@ -34,10 +34,12 @@ from millimcp.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    Overloaded,
     ParseError,
     ProtocolError,
     UnsupportedProtocolVersion,
 )
+from millimcp.observe import TRACE, clock
 from millimcp.protocol import (
     LEGACY_ONLY,
     METHODS,
@@ -121,6 +123,7 @@ class Dispatcher:
             await self.handshake.post(body, headers, exchange)
             return
         request_id: Any = None
+        t0 = clock() if TRACE.active else 0  # observe: stage timings start (millimcp.observe)
         try:
             check_utf8(body)
             fast = self._requests.decode(body)
@@ -160,7 +163,11 @@ class Dispatcher:
                 headers.check_version(version)
             check_modern_version(version)
             ctx = self.modern_context(request_id, method, params, route, exchange.emit, headers)
+            if t0:  # observe: decode ends, the handler's stages begin
+                exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         except ProtocolError as exc:
+            if t0:  # observe
+                TRACE.event("rejected", (str(exc.http_status),))
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
         await self.serve(route, params, ctx, exchange)
@@ -176,27 +183,35 @@ class Dispatcher:
     async def serve(self, route: Route, params: Any, ctx: Context, exchange: Exchange) -> None:
         """Run a handler for one HTTP request and answer it; a disconnect cancels it."""
         exchange.task = task = asyncio.current_task()
+        record = exchange.trace
         sweeper = self.sweeper
         sweeper.active.add(exchange)
         if sweeper.task is None:
             sweeper.ensure_running()
         try:
-            status, data = await self.run(route, params, ctx)
+            status, data, extra = await self.run(route, params, ctx, record)
         except asyncio.CancelledError:
             if not exchange.disconnected:
                 raise
             if task is not None:
                 task.uncancel()
+            if record is not None:  # observe: 499, the client closed the request
+                record.status = 499
+                TRACE.end(record)
             return  # the client went away; the request was cancelled
         finally:
             sweeper.leave(exchange)
             if exchange.streaming:
                 exchange.stop_keepalive()
+        if record is not None:  # observe: the encode stage ends
+            record.encoded(status)
         if exchange.streaming:
             await exchange.send_event(data)
             await exchange.end_stream()
         else:
-            await exchange.reply(status, data)
+            await exchange.reply(status, data, extra)
+        if record is not None:  # observe: the request is done
+            TRACE.end(record)
 
     # -- shared by every transport and era --------------------------------------------------
 
@@ -258,22 +273,34 @@ class Dispatcher:
             return Context(request_id, method, meta, emit, answers, state, headers)
         return Context(request_id, method, meta, emit, None, None, headers)
 
-    async def run(self, route: Route, params: Any, ctx: Context) -> tuple[int, bytes]:
-        """Run a handler: (HTTP status, encoded reply). Cancellation propagates."""
+    async def run(
+        self, route: Route, params: Any, ctx: Context, record: Any = None
+    ) -> tuple[int, bytes, list[tuple[bytes, bytes]] | None]:
+        """Run a handler: (HTTP status, encoded reply, extra HTTP headers).
+
+        Cancellation propagates. ``record`` is the observe hook's record of the request.
+        """
         handler, _, _, input_required = route
         request_id: Any = ctx.request_id
         try:
-            return 200, encode_result(request_id, await handler(params, ctx))
+            result = await handler(params, ctx)
+            if record is not None:  # observe: the handler is done, encoding starts
+                record.handled()
+            return 200, encode_result(request_id, result), None
         except InputRequired as need:
             if input_required and ctx.session is None:
-                return 200, encode_result(request_id, self._input_required(need, params, ctx))
+                result = self._input_required(need, params, ctx)
+                return 200, encode_result(request_id, result), None
             log.error("%s asked for client input, which the method does not allow", ctx.method)
-            return 500, encode_error(request_id, InternalError("Internal error"))
+            return 500, encode_error(request_id, InternalError("Internal error")), None
         except ProtocolError as exc:
-            return exc.http_status, encode_error(request_id, exc)
+            extra = None
+            if isinstance(exc, Overloaded):  # issue 4: backpressure refusals say when to retry
+                extra = [(b"retry-after", b"%d" % exc.retry_after_s)]
+            return exc.http_status, encode_error(request_id, exc), extra
         except Exception:
             log.exception("handler for %s failed", ctx.method)
-            return 500, encode_error(request_id, InternalError("Internal error"))
+            return 500, encode_error(request_id, InternalError("Internal error")), None
 
     def close(self) -> None:
         """End every handshake-era session."""

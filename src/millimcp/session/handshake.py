@@ -181,7 +181,7 @@ class HandshakeHttp:
         if session is not None and task is not None:
             session.running[request_id] = task
         try:
-            status, data = await dispatcher.run(route, params, ctx)
+            status, data, more = await dispatcher.run(route, params, ctx)
         except asyncio.CancelledError:
             by_client = session is not None and request_id in session.cancelled
             if not (exchange.disconnected or by_client):
@@ -205,7 +205,7 @@ class HandshakeHttp:
             await exchange.send_event(data, stream.event_id(seq))
             await exchange.end_stream()
         else:
-            await exchange.reply(status, data, extra)
+            await exchange.reply(status, data, more if extra is None else extra)
 
     # -- GET: the session's stream, or a resumed one ------------------------------------------
 

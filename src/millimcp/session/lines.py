@@ -134,7 +134,7 @@ class LineConnection:
     async def _serve(self, route: Route, params: Any, ctx: Context) -> None:
         request_id: Any = ctx.request_id
         try:
-            _, data = await self.dispatcher.run(route, params, ctx)
+            _, data, _ = await self.dispatcher.run(route, params, ctx)
         except asyncio.CancelledError:
             if request_id in self.cancelled:
                 return  # cancelled by the client: no answer, as the spec says

@@ -19,7 +19,9 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from millimcp.codec import SSE_KEEPALIVE, sse_event
-from millimcp.errors import InvalidRequest, ProtocolError
+from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
+from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
+from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
 from millimcp.protocol import McpHeaders, encode_error
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
@@ -36,6 +38,8 @@ _SSE_HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
 ]
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+_VARY: Final = (b"vary", b"accept-encoding")
+_ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
 _UNSEEN: Final[Any] = object()
 _Gate = tuple[bytes | None, bytes | None, bytes | None, str]
@@ -54,6 +58,17 @@ class HttpConfig:
     """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
     sse_keepalive_s: float = 15.0
     """Seconds between keep-alive comments on a quiet SSE stream."""
+    compression: tuple[str, ...] = ("zstd", "gzip")
+    """Codings offered for JSON responses, preferred first (negotiated with the client's
+    ``Accept-Encoding``); ``()`` turns response compression off. ``zstd`` needs the
+    ``compress`` extra. SSE streams are never compressed (see docs/serving.md)."""
+    compress_min_bytes: int = 1024
+    """Responses shorter than this are sent as they are: compressing them gains nothing."""
+    decompress_requests: bool = True
+    """Accept request bodies with ``Content-Encoding`` zstd, gzip or deflate; the decoded body
+    is held to ``max_body_bytes`` (413 past it), an unknown coding gets 415."""
+    server_timing: bool = False
+    """Send a ``Server-Timing`` header with the stage timings of each JSON response."""
 
 
 class Exchange(msgspec.Struct, eq=False):
@@ -75,15 +90,38 @@ class Exchange(msgspec.Struct, eq=False):
     age: int = 0
     watcher: asyncio.Future[None] | None = None
     disconnected: bool = False
+    accept_encoding: bytes | None = None
+    """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
+    trace: RequestRecord | None = None
+    """The request's stage timings when tracing is on (millimcp.observe)."""
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
     ) -> None:
-        """Send the whole response: a JSON body (or none when ``body`` is empty)."""
+        """Send the whole response: a JSON body (or none when ``body`` is empty).
+
+        A body of ``compress_min_bytes`` or more is compressed with the coding negotiated from
+        ``Accept-Encoding`` and carries ``Vary: Accept-Encoding`` either way.
+        """
         self.started = True
-        hdrs = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())] if body else []
+        if not body:
+            hdrs = []
+        elif len(body) < self.config.compress_min_bytes or not self.config.compression:
+            hdrs = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
+        else:
+            coding = negotiate(self.accept_encoding, self.config.compression)
+            hdrs = [*_JSON_HEADERS, _VARY]
+            if coding is not None:
+                body = compress(body, coding)
+                hdrs.append((b"content-encoding", coding.encode()))
+            hdrs.append((b"content-length", b"%d" % len(body)))
         if headers:
             hdrs += headers
+        trace = self.trace
+        if trace is not None:  # the request is timed up to here; compression included
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -178,6 +216,8 @@ class StreamableHTTPApp:
         self._lifespan = lifespan
         self._gates: dict[_Gate, tuple[int, str] | None] = {}
         self._limit_digits = len(str(self.config.max_body_bytes))
+        if self.config.server_timing:
+            TRACE.add(SERVER_TIMING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -227,6 +267,17 @@ class StreamableHTTPApp:
         if body is None:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
+        coding = get(b"content-encoding")
+        if coding is not None and config.decompress_requests:
+            try:
+                body = decompress(body, coding.decode("latin-1"), limit)
+            except FrameTooLarge:
+                await _error(send, 413, f"Request body larger than {limit} bytes once decoded")
+                return
+            except RequestRejected as exc:
+                extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
+                await _error(send, exc.status, exc.message, extra)
+                return
         version = get(b"mcp-protocol-version")
         method = get(b"mcp-method")
         name = get(b"mcp-name")
@@ -238,7 +289,8 @@ class StreamableHTTPApp:
             raw_headers,
             None if session is None else session.decode("latin-1"),
         )
-        await self.handler.handle_http(body, mcp, Exchange(receive, send, config))
+        exchange = Exchange(receive, send, config, accept_encoding=get(b"accept-encoding"))
+        await self.handler.handle_http(body, mcp, exchange)
 
     async def _serve_other(
         self, scope: Scope, get: Callable[[bytes], bytes | None], receive: Receive, send: Send
@@ -364,9 +416,14 @@ async def _plain(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _error(send: Send, status: int, message: str) -> None:
+async def _error(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     """An HTTP refusal with a JSON-RPC error body that has no id."""
+    if TRACE.active:
+        TRACE.event("rejected", (str(status),))
     error: ProtocolError = InvalidRequest(message)
     body = encode_error(None, error)
-    await send({"type": "http.response.start", "status": status, "headers": _JSON_HEADERS})
+    hdrs = [*_JSON_HEADERS, *headers] if headers else _JSON_HEADERS
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
     await send({"type": "http.response.body", "body": body})

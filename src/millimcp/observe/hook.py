@@ -1,0 +1,118 @@
+"""The one trace hook: the core reports requests and events here when someone listens.
+
+When nobody listens, ``TRACE.active`` is False and every call site costs one ``if``::
+
+    t0 = clock() if TRACE.active else 0
+
+Listeners (Server-Timing, Prometheus, OpenTelemetry, your own) subclass :class:`Listener`
+and are added with ``TRACE.add(listener)``. A request is reported twice: ``started`` once
+the dispatcher knows the method and target (the handler has not run yet, so a listener may
+set context variables such as the current span) and ``ended`` after the response headers
+are sent. Events (``cache``, ``rejected``...) are small counters with labels.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from typing import Any, Final
+
+from millimcp.observe.record import RequestRecord
+
+__all__ = ["TRACE", "Listener", "TraceHook", "clock", "current_record"]
+
+log: Final = logging.getLogger("millimcp.observe")
+
+clock: Final = time.perf_counter_ns
+"""The clock of every stage timestamp (integer nanoseconds)."""
+
+_CURRENT: Final[contextvars.ContextVar[RequestRecord | None]] = contextvars.ContextVar(
+    "millimcp_request_record", default=None
+)
+
+
+def current_record() -> RequestRecord | None:
+    """The record of the request this task serves, when tracing is on."""
+    return _CURRENT.get()
+
+
+class Listener:
+    """Base class of trace listeners: override what you need. Exceptions are logged."""
+
+    def started(self, record: RequestRecord) -> None:
+        """The handler is about to run."""
+
+    def ended(self, record: RequestRecord) -> None:
+        """The response went out (or the request was abandoned: ``record.status`` 499)."""
+
+    def event(self, name: str, labels: tuple[str, ...], value: float) -> None:
+        """A counted event: ``cache`` (tool, outcome), ``rejected`` (status), ..."""
+
+
+class TraceHook:
+    """The registry of listeners; ``active`` is the one flag the hot path reads."""
+
+    __slots__ = ("active", "listeners")
+
+    def __init__(self) -> None:
+        self.active = False
+        self.listeners: tuple[Listener, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"<TraceHook listeners={len(self.listeners)}>"
+
+    def add(self, listener: Listener) -> None:
+        if listener not in self.listeners:
+            self.listeners = (*self.listeners, listener)
+        self.active = True
+
+    def remove(self, listener: Listener) -> None:
+        self.listeners = tuple(item for item in self.listeners if item is not listener)
+        self.active = bool(self.listeners)
+
+    def begin(
+        self, t0: int, method: str, params: Any, request_id: Any, headers: Any
+    ) -> RequestRecord:
+        """Open the record of a request whose first byte was handled at ``t0``."""
+        target = getattr(params, "name", None) if method in _NAMED else None
+        record = RequestRecord(
+            t0, method, target, request_id, getattr(params, "meta", None), headers
+        )
+        record.extra["token"] = _CURRENT.set(record)
+        for listener in self.listeners:
+            try:
+                listener.started(record)
+            except Exception:
+                log.exception("trace listener %r failed", listener)
+        return record
+
+    def end(self, record: RequestRecord) -> None:
+        """Close a record (idempotent): tell the listeners, forget the current record."""
+        token = record.extra.pop("token", None)
+        if token is None:
+            return
+        if record.total_ns == 0:
+            record.sending()
+        for listener in reversed(self.listeners):
+            try:
+                listener.ended(record)
+            except Exception:
+                log.exception("trace listener %r failed", listener)
+        try:
+            _CURRENT.reset(token)
+        except ValueError:  # ended from another context: nothing to restore there
+            _CURRENT.set(None)
+
+    def event(self, name: str, labels: tuple[str, ...], value: float = 1.0) -> None:
+        for listener in self.listeners:
+            try:
+                listener.event(name, labels, value)
+            except Exception:
+                log.exception("trace listener %r failed", listener)
+
+
+_NAMED: Final = frozenset({"tools/call", "prompts/get"})
+
+TRACE: Final = TraceHook()
+"""The process's trace hook."""
