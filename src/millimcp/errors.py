@@ -22,6 +22,8 @@
     │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
     │                                   protocol error, so the model can read and correct it
+    ├── TensorFormatError               tensor bytes or header malformed or over a cap
+    │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
@@ -48,6 +50,7 @@ __all__ = [
     "RequestRejected",
     "SessionNotFound",
     "SessionRequired",
+    "TensorFormatError",
     "TooManySessions",
     "ToolError",
     "TransportError",
@@ -184,6 +187,10 @@ class FrameTooLarge(TransportError):
 
 class ToolError(MillimcpError):
     """Raise inside a tool to return ``isError: true`` with this message as its text."""
+
+
+class TensorFormatError(MillimcpError, ValueError):
+    """Tensor bytes that break the wire format: a forged header, a bad dtype, over a cap."""
 
 
 class ConfigurationError(MillimcpError):

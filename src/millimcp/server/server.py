@@ -18,6 +18,7 @@ import msgspec
 
 from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
+from millimcp.observe import TRACE, current_record
 from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer, encode_notification
 from millimcp.protocol.types import (
     META_SERVER_INFO,
@@ -59,6 +60,8 @@ from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, Dispatcher, RequestHandler, Session
+from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
+from millimcp.tensor.extension import capability as tensor_capability
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 from millimcp.transports.stdio import StdioConfig
 
@@ -346,6 +349,11 @@ class Server:
             prompts={"listChanged": True} if self._prompts else None,
             completions={} if self._completer is not None else None,
             logging={},
+            extensions=(
+                {TENSOR_EXTENSION: tensor_capability()}
+                if any(entry.tensors for entry in self._tools.values())
+                else None
+            ),
         )
 
     def handlers(self) -> dict[str, RequestHandler]:
@@ -380,7 +388,18 @@ class Server:
         at ``/api/mcp``; ``path=None`` answers on any path and leaves routing to the host app.
         """
         config = HttpConfig(path=path) if http is None else dataclasses.replace(http, path=path)
-        return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+        if self.config.server_timing and not config.server_timing:
+            config = dataclasses.replace(config, server_timing=True)
+        if self.config.opentelemetry:
+            from millimcp.observe.otel import install
+
+            install()
+        app: Any = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+        if self.config.metrics_path is not None:
+            from millimcp.observe.prometheus import MetricsApp
+
+            app = MetricsApp(app, self.config.metrics_path)
+        return app
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
@@ -560,6 +579,10 @@ class Server:
             if tool_limiter is not None:
                 tool_limiter.release()
         result.meta = self._result_meta
+        if result.is_error and TRACE.active:
+            record = current_record()
+            if record is not None:
+                record.tool_error = True
         return result
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:

@@ -39,6 +39,7 @@ from millimcp.protocol.types import (
     Root,
     SamplingMessage,
 )
+from millimcp.transports.http import Exchange
 
 __all__ = ["Context", "InputRequired"]
 
@@ -92,6 +93,9 @@ class Context(msgspec.Struct, eq=False):
     """How to ask the client directly (handshake era); None: ask through MRTR."""
     session: Any = None
     """The handshake-era :class:`~millimcp.session.sessions.Session`; None when modern."""
+    exchange: Exchange | None = None
+    """The HTTP exchange (None on other transports): its request attachment and reply
+    attachment carry tensors under ``dev.millimcp/tensor``."""
 
     @property
     def protocol_version(self) -> str | None:

@@ -163,6 +163,7 @@ class Dispatcher:
                 headers.check_version(version)
             check_modern_version(version)
             ctx = self.modern_context(request_id, method, params, route, exchange.emit, headers)
+            ctx.exchange = exchange  # issue 7: tools reach the request/reply attachments
             if t0:  # observe: decode ends, the handler's stages begin
                 exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         except ProtocolError as exc:
