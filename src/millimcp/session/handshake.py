@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from millimcp.codec import sse_priming
+from millimcp.observe import TRACE, clock
 from millimcp.errors import (
     InvalidRequest,
     MethodNotFound,
@@ -133,6 +134,7 @@ class HandshakeHttp:
 
     async def post(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
         request_id: Any = None
+        t0 = clock() if TRACE.active else 0  # observe: stage timings start
         try:
             session = self.store.get(headers.session_id or "")
             version = headers.protocol_version
@@ -156,11 +158,15 @@ class HandshakeHttp:
             if METHODS[method].era == "modern":
                 raise MethodNotFound(f"Method not found: {method} (not in the handshake era)")
         except ProtocolError as exc:
+            if t0:  # observe
+                TRACE.event("rejected", (str(exc.http_status),))
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
         reply = _StreamReply(session, exchange, self.config.retry_ms)
         ctx = handshake_context(request_id, method, params, session, reply.emit, reply.ask)
         ctx.headers = headers
+        if t0:  # observe: decode ends, the handler's stages begin
+            exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         await self._serve(route, params, ctx, session, exchange, None, reply)
 
     async def _serve(
@@ -176,18 +182,22 @@ class HandshakeHttp:
         dispatcher = self.dispatcher
         exchange.task = task = asyncio.current_task()
         request_id: Any = ctx.request_id
+        record = exchange.trace
         sweeper = dispatcher.sweeper
         sweeper.enter(exchange)
         if session is not None and task is not None:
             session.running[request_id] = task
         try:
-            status, data, more = await dispatcher.run(route, params, ctx)
+            status, data, more = await dispatcher.run(route, params, ctx, record)
         except asyncio.CancelledError:
             by_client = session is not None and request_id in session.cancelled
             if not (exchange.disconnected or by_client):
                 raise
             if task is not None:
                 task.uncancel()
+            if record is not None:  # observe: 499, the client closed or cancelled the request
+                record.status = 499
+                TRACE.end(record)
             if by_client and not exchange.disconnected:
                 await _end_unanswered(exchange)
             return
@@ -197,6 +207,8 @@ class HandshakeHttp:
                 session.running.pop(request_id, None)
                 session.cancelled.discard(request_id)
                 session.touch()
+        if record is not None:  # observe: the encode stage ends
+            record.encoded(status)
         if reply is not None and reply.stream is not None:
             exchange.stop_keepalive()
             stream = reply.stream
@@ -206,6 +218,8 @@ class HandshakeHttp:
             await exchange.end_stream()
         else:
             await exchange.reply(status, data, more if extra is None else extra)
+        if record is not None:  # observe: the request is done
+            TRACE.end(record)
 
     # -- GET: the session's stream, or a resumed one ------------------------------------------
 
