@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from millimcp.codec import sse_priming
-from millimcp.observe import TRACE, clock
 from millimcp.errors import (
     InvalidRequest,
     MethodNotFound,
@@ -29,6 +28,7 @@ from millimcp.errors import (
     TooManySessions,
     UnsupportedProtocolVersion,
 )
+from millimcp.observe import TRACE, clock
 from millimcp.protocol import (
     LEGACY_VERSIONS,
     METHODS,
