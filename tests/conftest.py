@@ -79,6 +79,15 @@ def conformance_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def tensor_url() -> Iterator[str]:
+    """The tensor tools of tests/servers/tensor_server.py, served by uvicorn."""
+    port = free_port()
+    process = start_server(["tests/servers/tensor_server.py", "--port", str(port)], port)
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop_server(process)
+
+
+@pytest.fixture(scope="session")
 def missing_tool() -> object:
     """Call with a reason when an external tool is absent: skip, or fail under `make test`.
 

@@ -77,6 +77,9 @@ def inspector(missing_tool: Any) -> list[str]:
         )
     if not Path(entry).is_file():
         missing_tool(f"{INSPECTOR_ENV}={entry!r} is not a file")
+    # The Inspector runs only when started by its real path (it compares argv[1] with its
+    # own module URL), so a path through a symlinked folder must be resolved.
+    entry = os.path.realpath(entry)
     node, why = _node()
     if node is None:
         missing_tool(why)

@@ -1,5 +1,6 @@
-"""Bytes <-> values. Knows JSON and its framings (SSE), not MCP."""
+"""Bytes <-> values. Knows JSON and its framings (SSE, attachments), not MCP."""
 
+from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE, AttachmentFramingError
 from millimcp.codec.json import (
     DEFAULT_MAX_DEPTH,
     JsonDecodeFailure,
@@ -8,15 +9,18 @@ from millimcp.codec.json import (
     decoder_for,
     encode,
 )
-from millimcp.codec.sse import SSE_KEEPALIVE, sse_event
+from millimcp.codec.sse import SSE_KEEPALIVE, sse_event, sse_priming
 
 __all__ = [
+    "ATTACHMENT_MEDIA_TYPE",
     "DEFAULT_MAX_DEPTH",
     "SSE_KEEPALIVE",
+    "AttachmentFramingError",
     "JsonDecodeFailure",
     "check_depth",
     "decode",
     "decoder_for",
     "encode",
     "sse_event",
+    "sse_priming",
 ]

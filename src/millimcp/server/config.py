@@ -8,6 +8,7 @@ from typing import Literal
 
 from millimcp.cache import CacheConfig
 from millimcp.resilience import ConcurrencyLimit
+from millimcp.session import SessionConfig
 
 __all__ = ["ServerConfig"]
 
@@ -43,5 +44,18 @@ class ServerConfig:
     """Put ``io.modelcontextprotocol/serverInfo`` in every result's ``_meta`` (a SHOULD)."""
     listener_queue: int = 1024
     """Notifications buffered per ``subscriptions/listen`` stream before it is closed."""
+    sessions: SessionConfig = field(default_factory=SessionConfig)
+    """The handshake era (``initialize``, ``Mcp-Session-Id``); ``SessionConfig(enabled=False)``
+    serves only the stateless revisions."""
     cache: CacheConfig = field(default_factory=CacheConfig)
     """The tool-result cache: L1 size, the Redis URL of the shared tier (None: L1 only)."""
+    server_timing: bool = False
+    """Send ``Server-Timing`` (decode, validate, cache, handler, encode, compress, total) on
+    every JSON response. Off by default: it tells clients how long the server worked."""
+    metrics_path: str | None = None
+    """Serve Prometheus metrics at this path (``"/metrics"``) next to the MCP endpoint; needs
+    the ``metrics`` extra. With ``PROMETHEUS_MULTIPROC_DIR`` set, every worker's metrics are
+    aggregated (``millimcp serve --workers N``)."""
+    opentelemetry: bool = False
+    """Trace every request as an OpenTelemetry span after the MCP semantic conventions,
+    parented on ``_meta.traceparent`` (extra ``otel``; the global tracer provider)."""

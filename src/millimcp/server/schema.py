@@ -19,6 +19,7 @@ import msgspec
 
 from millimcp.errors import ConfigurationError
 from millimcp.session import Context
+from millimcp.tensor.extension import RequestAttachment, TensorParam, tensor_param
 
 __all__ = ["ArgumentModel", "OutputModel", "is_pydantic_model", "json_schema"]
 
@@ -69,6 +70,7 @@ class ArgumentModel:
         "pydantic_fields",
         "schema",
         "struct",
+        "tensor_fields",
     )
 
     def __init__(self, fn: Callable[..., Any], *, struct_name: str) -> None:
@@ -80,6 +82,7 @@ class ArgumentModel:
         self.context_param: str | None = None
         self.pydantic_fields: dict[str, Any] = {}
         self.optional_pydantic: set[str] = set()
+        self.tensor_fields: dict[str, TensorParam] = {}
         for name, param in signature.parameters.items():
             annotation = hints.get(name, Any)
             if annotation is Context or (
@@ -91,6 +94,11 @@ class ArgumentModel:
                 raise ConfigurationError(
                     f"{fn.__qualname__}: parameter {name!r} must be a plain or keyword parameter"
                 )
+            tensor = tensor_param(annotation)
+            if tensor is not None:  # ndarray / Tensor (or a dict of them): see millimcp.tensor
+                self.tensor_fields[name] = tensor
+                properties_override[name] = tensor.schema
+                annotation = tensor.wire_type
             model, optional = _pydantic_parameter(annotation)
             if model is not None:
                 self.pydantic_fields[name] = model
@@ -134,10 +142,12 @@ class ArgumentModel:
         self.schema: dict[str, Any] = schema
         self.empty = not self.fields
 
-    def decode(self, raw: bytes) -> dict[str, Any]:
+    def decode(self, raw: bytes, attachment: RequestAttachment | None = None) -> dict[str, Any]:
         """Decode and validate ``raw`` JSON arguments into keyword arguments.
 
-        Raises msgspec.ValidationError (or pydantic's ValidationError) on bad input.
+        Tensor parameters are read from their base64 blob or from ``attachment`` (the
+        request's raw tensors). Raises msgspec.ValidationError (or pydantic's
+        ValidationError, or TensorFormatError: all ValueErrors) on bad input.
         """
         args = self.decoder.decode(raw or b"{}")
         kwargs = msgspec.structs.asdict(args)
@@ -145,6 +155,10 @@ class ArgumentModel:
             value = kwargs[name]
             if value is not None or name not in self.optional_pydantic:
                 kwargs[name] = model.model_validate(value)
+        if self.tensor_fields:
+            attachment = attachment or RequestAttachment(None)
+            for name, tensor in self.tensor_fields.items():
+                kwargs[name] = tensor.decode(kwargs[name], attachment)
         return kwargs
 
 

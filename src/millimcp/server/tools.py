@@ -31,6 +31,14 @@ from millimcp.protocol.types import (
 from millimcp.server.offload import check_process_safe, run_in_process, run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
+from millimcp.tensor.extension import (
+    EXTENSION,
+    RequestAttachment,
+    encode_result,
+    is_tensor_result,
+    peer_accepts,
+    tensor_return,
+)
 
 __all__ = ["TIMEOUT_META_KEY", "ToolEntry", "to_call_result"]
 
@@ -56,6 +64,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "tensors",
         "text_mirror",
         "timeout",
     )
@@ -95,7 +104,17 @@ class ToolEntry:
             raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
-        self.output = OutputModel.for_return(returns) if structured is not False else None
+        returns_tensors = tensor_return(returns)
+        self.tensors = returns_tensors or bool(self.args.tensor_fields)
+        """Takes or returns tensors (dev.millimcp/tensor)."""
+        if self.tensors and cached is not None:
+            # a cached result would lose its raw attachment, and arrays make no cache key
+            raise ConfigurationError(f"{fn.__qualname__}: a tool with tensors cannot be cached")
+        self.output = (
+            OutputModel.for_return(returns)
+            if structured is not False and not returns_tensors
+            else None
+        )
         self.text_mirror = text_mirror
         self.timeout = timeout
         if isinstance(annotations, dict):
@@ -103,9 +122,15 @@ class ToolEntry:
         meta = dict(meta or {})
         if timeout is not None:
             meta[TIMEOUT_META_KEY] = int(timeout * 1000)
+        if self.tensors:
+            meta[EXTENSION] = {
+                "arguments": list(self.args.tensor_fields),
+                "result": returns_tensors,
+            }
         self.meta = meta or None
         self.plain = (
             self.is_async
+            and not self.tensors
             and timeout is None
             and not self.header_params
             and self.args.context_param is None
@@ -134,7 +159,12 @@ class ToolEntry:
         record = current_record() if TRACE.active else None
         started = clock() if record is not None else 0
         try:
-            kwargs = self.args.decode(raw_arguments)
+            if self.tensors:
+                exchange = ctx.exchange
+                attachment = RequestAttachment(exchange.attachment if exchange else None)
+                kwargs = self.args.decode(raw_arguments, attachment)
+            else:
+                kwargs = self.args.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
         if record is not None:
@@ -148,7 +178,7 @@ class ToolEntry:
                 return self._failed(exc)
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
-            return self._result(value)
+            return self._result(value, ctx)
         if self.cached is not None:
             result = await self.cached.call(
                 kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
@@ -187,7 +217,7 @@ class ToolEntry:
             raise
         except Exception as exc:
             return self._failed(exc)
-        return self._result(value)
+        return self._result(value, ctx)
 
     def _failed(self, exc: Exception) -> CallToolResult:
         if isinstance(exc, ToolError):
@@ -197,12 +227,31 @@ class ToolEntry:
         log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
         return error_result(f"Tool {self.name!r} failed: {exc}")
 
-    def _result(self, value: Any) -> CallToolResult:
+    def _result(self, value: Any, ctx: Context) -> CallToolResult:
         try:
+            if self.tensors and is_tensor_result(value):
+                return _tensor_result(value, ctx)
             return to_call_result(value, self.output, self.text_mirror)
         except (TypeError, ValueError) as exc:
             log.error("tool %s returned an unusable value: %s", self.name, exc)
             return error_result(f"Tool {self.name!r} returned a value that cannot be sent")
+
+
+def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
+    """Tensors raw in the reply's attachment when the peer takes them, else base64 blobs."""
+    exchange = ctx.exchange
+    raw = (
+        exchange is not None
+        and not exchange.streaming
+        and peer_accepts(ctx.client_capabilities.extensions)
+    )
+    content, attachment = encode_result(value, raw)
+    if exchange is not None:
+        if attachment is not None:
+            exchange.reply_attachment = attachment
+        else:
+            exchange.incompressible = True  # base64 of binary numbers: compression gains little
+    return CallToolResult(content=content)
 
 
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")

@@ -4,7 +4,14 @@ The app checks what HTTP alone can check (path, method, Host and Origin, content
 body size), reads the body, and hands the bytes with the MCP headers to a
 :class:`MessageHandler` together with an :class:`Exchange` through which the handler
 answers: one JSON body, ``202 Accepted``, or an SSE stream of events. It never decodes
-JSON-RPC itself.
+JSON-RPC itself. GET (a handshake-era session's stream) and DELETE (the end of a session)
+go to the handler too; which of them it serves is the handler's business.
+
+A body in the ``dev.millimcp/tensor`` framing (:mod:`millimcp.codec.attachment`: a JSON
+message and one binary attachment) is split here: the handler gets the JSON part as the body
+and the attachment, not copied, as ``exchange.attachment`` (a view of a writable buffer). A
+handler that sets ``exchange.reply_attachment`` gets its reply framed the same way. What the
+attachment means is not the transport's business.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from millimcp.codec import SSE_KEEPALIVE, sse_event
+from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
+from millimcp.codec.attachment import AttachmentFramingError, frame, split
 from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
 from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
 from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
@@ -36,6 +44,9 @@ _SSE_HEADERS: Final = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
+_ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+_ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
+_ATTACHMENT_HEADERS: Final = [(b"content-type", _ATTACHMENT)]
 _VARY: Final = (b"vary", b"accept-encoding")
 _ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -67,6 +78,9 @@ class HttpConfig:
     is held to ``max_body_bytes`` (413 past it), an unknown coding gets 415."""
     server_timing: bool = False
     """Send a ``Server-Timing`` header with the stage timings of each JSON response."""
+    max_attachment_bytes: int = 64 * 1024 * 1024
+    """Size limit of a body with a binary attachment (``dev.millimcp/tensor``); its JSON part
+    is still held to ``max_body_bytes``."""
 
 
 class Exchange(msgspec.Struct, eq=False):
@@ -92,6 +106,12 @@ class Exchange(msgspec.Struct, eq=False):
     """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
     trace: RequestRecord | None = None
     """The request's stage timings when tracing is on (millimcp.observe)."""
+    attachment: memoryview | None = None
+    """The request's binary attachment (``dev.millimcp/tensor`` framing), writable, not copied."""
+    reply_attachment: list[Any] | None = None
+    """Buffers a handler attaches to its JSON reply; ``reply`` then frames the body."""
+    incompressible: bool = False
+    """Set by a handler whose reply will not compress (base64 of binary tensors): sent as is."""
 
     async def reply(
         self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
@@ -102,9 +122,16 @@ class Exchange(msgspec.Struct, eq=False):
         ``Accept-Encoding`` and carries ``Vary: Accept-Encoding`` either way.
         """
         self.started = True
+        if self.reply_attachment is not None and body:
+            await self._reply_framed(status, body, self.reply_attachment, headers)
+            return
         if not body:
             hdrs = []
-        elif len(body) < self.config.compress_min_bytes or not self.config.compression:
+        elif (
+            len(body) < self.config.compress_min_bytes
+            or not self.config.compression
+            or self.incompressible
+        ):
             hdrs = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
         else:
             coding = negotiate(self.accept_encoding, self.config.compression)
@@ -123,18 +150,45 @@ class Exchange(msgspec.Struct, eq=False):
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
+    async def method_not_allowed(self) -> None:
+        """405: no GET stream or DELETE outside a handshake-era session."""
+        self.started = True
+        await _plain(self._send, 405, b"Method Not Allowed", _ALLOW)
+
+    async def _reply_framed(
+        self,
+        status: int,
+        body: bytes,
+        attachment: list[Any],
+        headers: list[tuple[bytes, bytes]] | None,
+    ) -> None:
+        parts = frame(body, attachment)
+        size = sum(len(part) for part in parts)
+        hdrs = [*_ATTACHMENT_HEADERS, (b"content-length", b"%d" % size), *(headers or [])]
+        trace = self.trace
+        if trace is not None:
+            trace.sending()
+            if self.config.server_timing:
+                hdrs.append((b"server-timing", trace.server_timing()))
+        send = self._send
+        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            await send({"type": "http.response.body", "body": part, "more_body": i < last})
+
     async def accepted(self) -> None:
         self.started = True
         await self._send({"type": "http.response.start", "status": 202, "headers": []})
         await self._send({"type": "http.response.body", "body": b""})
 
-    async def start_stream(self) -> None:
+    async def start_stream(self, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         """Switch to an SSE response; from here on, messages go out as events."""
         if self.streaming:
             return
         self.started = True
         self.streaming = True
-        await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        hdrs = _SSE_HEADERS if headers is None else [*_SSE_HEADERS, *headers]
+        await self._send({"type": "http.response.start", "status": 200, "headers": hdrs})
         if self.config.sse_keepalive_s > 0:
             self._keepalive = asyncio.create_task(self._send_keepalives())
 
@@ -146,10 +200,14 @@ class Exchange(msgspec.Struct, eq=False):
             {"type": "http.response.body", "body": sse_event(message), "more_body": True}
         )
 
-    async def send_event(self, message: bytes) -> None:
+    async def send_event(self, message: bytes, event_id: str | None = None) -> None:
         await self._send(
-            {"type": "http.response.body", "body": sse_event(message), "more_body": True}
+            {"type": "http.response.body", "body": sse_event(message, event_id), "more_body": True}
         )
+
+    async def send_raw(self, chunk: bytes) -> None:
+        """Send already-framed SSE bytes (a priming event, a comment)."""
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
     async def end_stream(self) -> None:
         self.stop_keepalive()
@@ -179,9 +237,15 @@ class Exchange(msgspec.Struct, eq=False):
 
 
 class MessageHandler(Protocol):
-    """What the transport calls with each POSTed message."""
+    """What the transport calls with each POSTed message, GET and DELETE."""
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None: ...
+
+    async def handle_get(
+        self, headers: McpHeaders, last_event_id: str | None, exchange: Exchange
+    ) -> None: ...
+
+    async def handle_delete(self, headers: McpHeaders, exchange: Exchange) -> None: ...
 
 
 class StreamableHTTPApp:
@@ -223,10 +287,17 @@ class StreamableHTTPApp:
             if refusal is not None:
                 status, text = refusal
                 if status == 405:
-                    await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+                    await _plain(send, 405, b"Method Not Allowed", _ALLOW)
                 else:
                     await _error(send, status, text)
                 return
+        if gate[3] != "POST":
+            await self._serve_other(scope, get, receive, send)
+            return
+        content_type = gate[2]
+        if content_type is not None and content_type.startswith(_ATTACHMENT):
+            await self._handle_framed(scope, receive, send, headers)
+            return
         limit = config.max_body_bytes
         declared = get(b"content-length")
         if (
@@ -257,17 +328,65 @@ class StreamableHTTPApp:
                 extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
                 await _error(send, exc.status, exc.message, extra)
                 return
-        version = get(b"mcp-protocol-version")
-        method = get(b"mcp-method")
-        name = get(b"mcp-name")
-        mcp = McpHeaders(
-            None if version is None else version.decode("latin-1"),
-            None if method is None else method.decode("latin-1"),
-            None if name is None else name.decode("latin-1"),
-            raw_headers,
-        )
+        mcp = _mcp_headers(raw_headers, get)
         exchange = Exchange(receive, send, config, accept_encoding=get(b"accept-encoding"))
         await self.handler.handle_http(body, mcp, exchange)
+
+    async def _serve_other(
+        self, scope: Scope, get: Callable[[bytes], bytes | None], receive: Receive, send: Send
+    ) -> None:
+        """GET (open or resume a stream) and DELETE (end a session)."""
+        version = get(b"mcp-protocol-version")
+        session = get(b"mcp-session-id")
+        mcp = McpHeaders(
+            None if version is None else version.decode("latin-1"),
+            session_id=None if session is None else session.decode("latin-1"),
+        )
+        exchange = Exchange(receive, send, self.config)
+        if scope["method"] == "DELETE":
+            await self.handler.handle_delete(mcp, exchange)
+            return
+        accept = get(b"accept")
+        if accept is not None and b"text/event-stream" not in accept and b"*/*" not in accept:
+            await _error(send, 406, "Not Acceptable: GET opens a text/event-stream")
+            return
+        last_event_id = get(b"last-event-id")
+        await self.handler.handle_get(
+            mcp, None if last_event_id is None else last_event_id.decode("latin-1"), exchange
+        )
+
+    async def _handle_framed(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
+    ) -> None:
+        """A body with a binary attachment: read it into one writable buffer and split it."""
+        config = self.config
+        coding = headers.get(b"content-encoding")
+        if coding is not None and coding.strip().lower() != b"identity":
+            await _error(
+                send,
+                415,
+                "Unsupported Media Type: a body with an attachment is sent "
+                "without Content-Encoding",
+            )
+            return
+        limit = config.max_attachment_bytes
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _error(send, 413, f"Request body larger than {limit} bytes")
+            return
+        body = await _read_writable(receive, limit, None if declared is None else int(declared))
+        if body is None:
+            await _error(send, 413, f"Request body larger than {limit} bytes")
+            return
+        try:
+            message, attachment = split(body, config.max_body_bytes)
+        except AttachmentFramingError as exc:
+            await _error(send, 400, f"Invalid request: {exc}")
+            return
+        exchange = Exchange(receive, send, config, accept_encoding=headers.get(b"accept-encoding"))
+        exchange.attachment = attachment
+        mcp = _mcp_headers(scope["headers"], headers.get)
+        await self.handler.handle_http(message, mcp, exchange)
 
     def _judge(self, gate: _Gate) -> tuple[int, str] | None:
         """Whether a (Host, Origin, Content-Type, method) combination is refused; memoized.
@@ -279,9 +398,15 @@ class StreamableHTTPApp:
         reason = self._judge_host_origin(host, origin)
         if reason is not None:
             refusal = (403, reason)
+        elif method in ("GET", "DELETE"):
+            refusal = None
         elif method != "POST":
             refusal = (405, "Method Not Allowed")
-        elif content_type != b"application/json" and not _is_json(content_type):
+        elif (
+            content_type != b"application/json"
+            and not _is_json(content_type)
+            and not (content_type is not None and content_type.startswith(_ATTACHMENT))
+        ):
             refusal = (415, "Unsupported Media Type: Content-Type must be application/json")
         if len(self._gates) >= 256:
             self._gates.clear()
@@ -340,6 +465,47 @@ def _is_json(content_type: bytes | None) -> bool:
         return False
     media_type = content_type.split(b";", 1)[0].strip().lower()
     return media_type == b"application/json" or media_type.endswith(b"+json")
+
+
+def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:
+    version = get(b"mcp-protocol-version")
+    method = get(b"mcp-method")
+    name = get(b"mcp-name")
+    session = get(b"mcp-session-id")
+    return McpHeaders(
+        None if version is None else version.decode("latin-1"),
+        None if method is None else method.decode("latin-1"),
+        None if name is None else name.decode("latin-1"),
+        raw_headers,
+        None if session is None else session.decode("latin-1"),
+    )
+
+
+async def _read_writable(receive: Receive, limit: int, declared: int | None) -> bytearray | None:
+    """The whole body in one writable buffer (views of it can back tensors); None past limit.
+
+    With a Content-Length the buffer is allocated once and each chunk copied into place.
+    """
+    body = bytearray(declared or 0)
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return bytearray()
+        chunk = message.get("body", b"")
+        end = size + len(chunk)
+        if end > limit:
+            return None
+        if end <= len(body):
+            body[size:end] = chunk
+        else:
+            body[size:] = chunk
+        size = end
+        more = message.get("more_body", False)
+    if size < len(body):
+        del body[size:]
+    return body
 
 
 async def _read_more(receive: Receive, first: bytes, limit: int) -> bytes | None:

@@ -1,0 +1,319 @@
+"""The ``dev.millimcp/tensor`` extension: how tensors sit in MCP messages, both directions.
+
+A tensor value in tool **arguments** is a JSON object (see :func:`tensor_schema`):
+
+- ``{"blob": "<base64>", "mimeType": "application/x-safetensors"}``: a safetensors document
+  holding one tensor, base64 (what any MCP client can send);
+- ``{"uri": "cid:<name>"}``: the tensor named ``<name>`` in the request's attachment, a
+  safetensors document sent raw in the same HTTP body (the extension's framing).
+
+A tensor in a tool **result** is one content block per tensor (named ``result`` for a single
+tensor, by key for a dict):
+
+- for a peer that declared the extension over HTTP: a ``resource_link`` to ``cid:<name>``
+  whose bytes are in the response's attachment;
+- for every other peer (and over stdio, and on an SSE stream): an embedded resource whose
+  ``blob`` is base64 of a safetensors document holding that one tensor, with mimeType
+  ``application/x-safetensors``.
+
+Either way the JSON-RPC message is a valid MCP message. Each block's ``_meta`` under the
+extension key gives the tensor's name, dtype and shape. This module serves the server and the
+client alike: ``encode_arguments``/``decode_arguments`` and ``encode_result``/``decode_result``.
+"""
+
+from __future__ import annotations
+
+import base64
+import typing
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE
+from millimcp.errors import TensorFormatError
+from millimcp.protocol.types import (
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ResourceLink,
+)
+from millimcp.tensor._imports import Kind, is_tensor, kind_of, tensor_kind
+from millimcp.tensor.wire import DEFAULT_LIMITS, DTYPES, MEDIA_TYPE, TensorLimits, pack, unpack
+
+__all__ = [
+    "EXTENSION",
+    "RequestAttachment",
+    "TensorParam",
+    "TensorValue",
+    "capability",
+    "decode_result",
+    "encode_arguments",
+    "encode_result",
+    "is_tensor_result",
+    "peer_accepts",
+    "tensor_param",
+    "tensor_return",
+    "tensor_schema",
+]
+
+EXTENSION: Final = "dev.millimcp/tensor"
+CID: Final = "cid:"
+RESULT_NAME: Final = "result"
+
+
+class TensorValue(msgspec.Struct, kw_only=True, rename="camel"):
+    """A tensor in tool arguments, as it arrives: a base64 document or a reference."""
+
+    blob: bytearray | None = None
+    """A safetensors document of one tensor; msgspec decodes the base64 into a writable buffer."""
+    uri: str | None = None
+    mime_type: str | None = None
+
+
+def capability() -> dict[str, Any]:
+    """What a server (or client) declares under ``capabilities.extensions``."""
+    return {
+        "mediaType": ATTACHMENT_MEDIA_TYPE,
+        "tensorMediaType": MEDIA_TYPE,
+        "dtypes": list(DTYPES),
+    }
+
+
+def peer_accepts(extensions: Mapping[str, Any] | None) -> bool:
+    """Whether a peer's ``capabilities.extensions`` declares this extension."""
+    return extensions is not None and EXTENSION in extensions
+
+
+def tensor_schema(kind: Kind) -> dict[str, Any]:
+    """The JSON schema of one tensor argument."""
+    library = "numpy.ndarray" if kind == "numpy" else "torch.Tensor"
+    return {
+        "type": "object",
+        "description": (
+            f"A tensor ({library}): a safetensors document holding one tensor, base64 in "
+            f"'blob'; or, with the {EXTENSION} extension, 'uri' \"cid:<name>\" naming a tensor "
+            "in the request's binary attachment."
+        ),
+        "properties": {
+            "blob": {
+                "type": "string",
+                "contentEncoding": "base64",
+                "contentMediaType": MEDIA_TYPE,
+            },
+            "uri": {"type": "string", "pattern": "^cid:"},
+            "mimeType": {"type": "string", "const": MEDIA_TYPE},
+        },
+        "oneOf": [{"required": ["blob"]}, {"required": ["uri"]}],
+        "x-millimcp-tensor": {"library": kind},
+    }
+
+
+class RequestAttachment:
+    """The tensors of one request's attachment, decoded on first use (zero-copy views)."""
+
+    __slots__ = ("_tensors", "limits", "view")
+
+    def __init__(self, view: memoryview | None, limits: TensorLimits = DEFAULT_LIMITS) -> None:
+        self.view = view
+        self.limits = limits
+        self._tensors: dict[str, Any] | None = None
+
+    def get(self, name: str, kind: Kind) -> Any:
+        if self._tensors is None:
+            if self.view is None:
+                raise TensorFormatError(
+                    f"argument refers to cid:{name} but the request has no attachment"
+                )
+            self._tensors = unpack(self.view, "torch" if kind == "torch" else "numpy", self.limits)
+        value = self._tensors.get(name)
+        if value is None:
+            raise TensorFormatError(f"no tensor named {name!r} in the request's attachment")
+        return _as_kind(value, kind)
+
+
+def _as_kind(value: Any, kind: Kind) -> Any:
+    if kind_of(value) == kind:
+        return value
+    if kind == "numpy":
+        return value.numpy()
+    from millimcp.tensor._imports import load_torch
+
+    return load_torch().from_numpy(value)
+
+
+class TensorParam:
+    """A parameter typed as a tensor, a dict of tensors, or either ``| None``."""
+
+    __slots__ = ("kind", "many", "optional", "schema", "wire_type")
+
+    def __init__(self, kind: Kind, many: bool, optional: bool) -> None:
+        self.kind: Kind = kind
+        self.many = many
+        self.optional = optional
+        one = tensor_schema(kind)
+        schema = {"type": "object", "additionalProperties": one} if many else one
+        self.schema: dict[str, Any] = {"anyOf": [schema, {"type": "null"}]} if optional else schema
+        wire: Any = dict[str, TensorValue] if many else TensorValue
+        self.wire_type: Any = wire | None if optional else wire
+
+    def decode(self, value: Any, attachment: RequestAttachment) -> Any:
+        if value is None:
+            return None
+        if self.many:
+            return {key: _decode_value(v, self.kind, attachment) for key, v in value.items()}
+        return _decode_value(value, self.kind, attachment)
+
+
+def _decode_value(value: TensorValue, kind: Kind, attachment: RequestAttachment) -> Any:
+    if value.uri is not None:
+        if value.blob is not None or not value.uri.startswith(CID):
+            raise TensorFormatError("a tensor argument has either 'blob' or a 'uri' cid:<name>")
+        return attachment.get(value.uri[len(CID) :], kind)
+    if value.blob is None:
+        raise TensorFormatError("a tensor argument needs 'blob' (base64) or 'uri' (cid:<name>)")
+    tensors = unpack(value.blob, kind, attachment.limits)
+    if len(tensors) != 1:
+        raise TensorFormatError(f"a tensor argument holds one tensor, not {len(tensors)}")
+    return next(iter(tensors.values()))
+
+
+def tensor_param(annotation: Any) -> TensorParam | None:
+    """How a parameter annotation takes tensors, or None when it does not."""
+    optional = False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, _UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) != 1:
+            return None
+        optional, annotation = True, members[0]
+        origin = typing.get_origin(annotation)
+    kind = tensor_kind(annotation)
+    if kind is not None:
+        return TensorParam(kind, False, optional)
+    if origin in (dict, Mapping):
+        key, value = typing.get_args(annotation) or (None, None)
+        kind = tensor_kind(value)
+        if key is str and kind is not None:
+            return TensorParam(kind, True, optional)
+    return None
+
+
+_UnionType: Final[Any] = type(int | None)
+
+
+def tensor_return(annotation: Any) -> bool:
+    """Whether a return annotation is a tensor or a dict of tensors."""
+    param = tensor_param(annotation)
+    return param is not None and not param.optional
+
+
+def is_tensor_result(value: Any) -> bool:
+    """A tensor, or a non-empty dict of tensors."""
+    if is_tensor(value):
+        return True
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(k, str) and is_tensor(v) for k, v in value.items())
+    )
+
+
+def _describe(name: str, entry_dtype: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    return {EXTENSION: {"name": name, "dtype": entry_dtype, "shape": list(shape)}}
+
+
+def encode_result(value: Any, raw: bool) -> tuple[list[ContentBlock], list[Any] | None]:
+    """Content blocks for a tensor (or dict of tensors) result, and the attachment if ``raw``."""
+    tensors: Mapping[str, Any] = value if isinstance(value, dict) else {RESULT_NAME: value}
+    if raw:
+        packed = pack(tensors)
+        links: list[ContentBlock] = [
+            ResourceLink(
+                uri=CID + e.name,
+                name=e.name,
+                mime_type=MEDIA_TYPE,
+                size=e.end - e.begin,
+                meta=_describe(e.name, e.dtype, e.shape),
+            )
+            for e in sorted(packed.entries, key=lambda e: list(tensors).index(e.name))
+        ]
+        return links, packed.parts
+    blocks: list[ContentBlock] = []
+    for name, tensor in tensors.items():
+        packed = pack({name: tensor})
+        entry = packed.entries[0]
+        blob = base64.b64encode(packed.tobytes()).decode("ascii")
+        blocks.append(
+            EmbeddedResource(
+                resource=BlobResourceContents(
+                    uri=f"tensor:{name}",
+                    blob=blob,
+                    mime_type=MEDIA_TYPE,
+                ),
+                meta=_describe(name, entry.dtype, entry.shape),
+            )
+        )
+    return blocks, None
+
+
+def decode_result(
+    result: Mapping[str, Any],
+    attachment: Any = None,
+    to: Kind = "numpy",
+    limits: TensorLimits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
+    """The tensors of a ``CallToolResult`` given as JSON values, by name (client side).
+
+    Reads both forms: ``cid:`` links into ``attachment`` (a framed response's attachment)
+    and embedded base64 safetensors blobs.
+    """
+    out: dict[str, Any] = {}
+    shared: dict[str, Any] | None = None
+    for block in result.get("content", ()):
+        kind = block.get("type")
+        if kind == "resource_link" and str(block.get("uri", "")).startswith(CID):
+            if attachment is None:
+                raise TensorFormatError("result links to cid: tensors but has no attachment")
+            if shared is None:
+                shared = unpack(attachment, to, limits)
+            name = block["uri"][len(CID) :]
+            if name not in shared:
+                raise TensorFormatError(f"no tensor named {name!r} in the attachment")
+            out[name] = shared[name]
+        elif kind == "resource":
+            resource = block.get("resource", {})
+            if resource.get("mimeType") == MEDIA_TYPE and "blob" in resource:
+                data = bytearray(base64.b64decode(resource["blob"], validate=True))
+                out.update(unpack(data, to, limits))
+    return out
+
+
+def encode_arguments(
+    arguments: Mapping[str, Any], raw: bool
+) -> tuple[dict[str, Any], list[Any] | None]:
+    """Arguments with tensors (and dicts of tensors) replaced by their JSON form (client side).
+
+    ``raw``: tensors become ``cid:`` references into the returned attachment buffers;
+    otherwise base64 blobs and no attachment.
+    """
+    out: dict[str, Any] = {}
+    attached: dict[str, Any] = {}
+
+    def one(name: str, tensor: Any) -> dict[str, Any]:
+        if raw:
+            attached[name] = tensor
+            return {"uri": CID + name}
+        blob = base64.b64encode(pack({name: tensor}).tobytes()).decode("ascii")
+        return {"blob": blob, "mimeType": MEDIA_TYPE}
+
+    for key, value in arguments.items():
+        if is_tensor(value):
+            out[key] = one(key, value)
+        elif is_tensor_result(value):
+            out[key] = {k: one(f"{key}.{k}", v) for k, v in value.items()}
+        else:
+            out[key] = value
+    if raw and attached:
+        return out, pack(attached).parts
+    return out, None
