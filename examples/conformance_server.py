@@ -1,7 +1,8 @@
 """The fixture server the official MCP conformance suite tests against.
 
 Run: ``python examples/conformance_server.py --port 3999`` then
-``conformance server --url http://127.0.0.1:3999/mcp --requirements 2026-07-28``.
+``conformance server --url http://127.0.0.1:3999/mcp --requirements 2026-07-28`` (or
+``--requirements 2025-11-25``: one endpoint serves both eras). ``--stdio`` serves stdio.
 
 It exposes the ``test_*`` tools, ``test://`` resources and ``test_*`` prompts that the
 suite's scenarios call, the diagnostic tools of ``server-stateless``, and the MRTR tools.
@@ -274,7 +275,109 @@ async def json_schema_2020_12_tool(name: str = "") -> str:
     return f"Hello {name}"
 
 
+# -- handshake-era tools: input from the client as server-to-client requests ------------------
+# The same ctx.elicit / ctx.sample calls are MRTR rounds for a modern client.
+
+
+@server.tool(description="Sends three log messages, 50 ms apart.")
+async def test_tool_with_logging(ctx: Context) -> str:
+    await ctx.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool(description="Asks the client's model to answer a prompt.")
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    result = await ctx.sample(prompt, max_tokens=100)
+    text = result.content.get("text", "") if isinstance(result.content, dict) else ""
+    return f"LLM response: {text}"
+
+
+@server.tool(description="Asks the user for a username and an email address.")
+async def test_elicitation(message: str, ctx: Context) -> str:
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    answer = await ctx.elicit(message, schema)
+    return f"User response: action={answer.action}, content={answer.content}"
+
+
+@server.tool(description="Elicits a form whose fields all have defaults (SEP-1034).")
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    answer = await ctx.elicit("Please review these defaults", schema)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+@server.tool(description="Elicits all five kinds of enum field (SEP-1330).")
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    options = ["option1", "option2", "option3"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+    }
+    answer = await ctx.elicit("Please pick some options", schema)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
 # -- resources --------------------------------------------------------------------------------
+
+
+@server.resource(
+    "test://watched-resource",
+    name="watched-resource",
+    mime_type="text/plain",
+    description="A resource clients subscribe to.",
+)
+def watched_resource() -> str:
+    return "Watched resource content."
 
 
 @server.resource(
@@ -363,8 +466,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3999)
+    parser.add_argument("--stdio", action="store_true", help="serve stdio instead of HTTP")
     args = parser.parse_args()
-    server.run_http(host=args.host, port=args.port)
+    if args.stdio:
+        server.run_stdio()
+    else:
+        server.run_http(host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@
     │   ├── HeaderMismatch              -32020  HTTP headers disagree with the body (HTTP 400)
     │   ├── MissingClientCapability     -32021  the request needs a capability the client lacks
     │   ├── UnsupportedProtocolVersion  -32022  the requested revision is not served
+    │   ├── SessionRequired             -32000  a handshake-era request without a session (400)
+    │   ├── SessionNotFound             -32001  unknown or expired ``Mcp-Session-Id`` (404)
+    │   ├── TooManySessions             -32002  the live-session cap is reached (503)
     │   └── Overloaded                  -32050  too many calls in flight and queued (HTTP 503,
     │                                           ``Retry-After``): retry later, with backoff
     ├── TransportError                  refused before any JSON-RPC was read
@@ -45,7 +48,10 @@ __all__ = [
     "ParseError",
     "ProtocolError",
     "RequestRejected",
+    "SessionNotFound",
+    "SessionRequired",
     "TensorFormatError",
+    "TooManySessions",
     "ToolError",
     "TransportError",
     "UnsupportedProtocolVersion",
@@ -120,6 +126,27 @@ class MissingClientCapability(ProtocolError):
 class UnsupportedProtocolVersion(ProtocolError):
     code = -32022
     http_status = 400
+
+
+class SessionRequired(ProtocolError):
+    """A handshake-era request that needs ``Mcp-Session-Id`` (or ``initialize`` first)."""
+
+    code = -32000
+    http_status = 400
+
+
+class SessionNotFound(ProtocolError):
+    """The session ended (DELETE, idle timeout) or never existed: start a new one."""
+
+    code = -32001
+    http_status = 404
+
+
+class TooManySessions(ProtocolError):
+    """Every session slot is taken; the client may retry after ``Retry-After`` seconds."""
+
+    code = -32002
+    http_status = 503
 
 
 class Overloaded(ProtocolError):

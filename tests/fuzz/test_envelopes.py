@@ -27,7 +27,9 @@ from millimcp.testing import http_scope
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "conformance_server.py"
 
-ALLOWED_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022})
+ALLOWED_CODES = frozenset(
+    {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022, -32000, -32001, -32002}
+)
 ALLOWED_STATUSES = frozenset({200, 202, 400, 404})
 PATIENCE_S = 0.15
 """How long the fake client waits for a response to finish before it disconnects."""

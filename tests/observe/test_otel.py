@@ -84,7 +84,6 @@ async def test_the_server_span_and_the_downstream_call_join_the_callers_trace(
         response = await caller.post(
             "fetch_profile",
             {"user_id": 7},
-            headers={"mcp-session-id": "session-1"},
             meta={"traceparent": TRACEPARENT, "tracestate": "vendor=1"},
         )
     assert response.json()["result"]["content"][0]["text"] == "profile"
@@ -110,7 +109,7 @@ async def test_the_server_span_and_the_downstream_call_join_the_callers_trace(
     assert attributes["gen_ai.tool.name"] == "fetch_profile"
     assert attributes["gen_ai.operation.name"] == "execute_tool"
     assert attributes["jsonrpc.request.id"] == "1"
-    assert attributes["mcp.session.id"] == "session-1"
+    assert "mcp.session.id" not in attributes  # the modern era has no sessions
     assert attributes["mcp.protocol.version"] == "2026-07-28"
     assert server_span.status.status_code is StatusCode.UNSET
     metrics = reader.get_metrics_data()
@@ -151,3 +150,36 @@ async def test_without_opentelemetry_the_callers_context_is_passed_through() -> 
     async with Caller(server.asgi(http=HttpConfig(server_timing=True))) as caller:
         await caller.post("call_out", {}, meta={"traceparent": TRACEPARENT, "tracestate": "v=2"})
     assert captured == [{"traceparent": TRACEPARENT, "tracestate": "v=2"}]
+
+
+async def test_a_handshake_era_call_is_traced_with_its_session(
+    exporter: tuple[InMemorySpanExporter, InMemoryMetricReader],
+    downstream_server: tuple[str, list[dict[str, str]]],
+) -> None:
+    spans, _ = exporter
+    url, _seen = downstream_server
+    server = traced_server(url)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=server.asgi()), base_url="http://127.0.0.1"
+    ) as client:
+        hello = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        opened = await client.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        )
+        session = opened.headers["mcp-session-id"]
+        params = {"name": "fetch_profile", "arguments": {"user_id": 7}}
+        params["_meta"] = {"traceparent": TRACEPARENT}
+        answer = await client.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+            headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+        )
+    assert answer.json()["result"]["content"][0]["text"] == "profile"
+    span = {s.name: s for s in spans.get_finished_spans()}["tools/call fetch_profile"]
+    assert format(span.context.trace_id, "032x") == TRACE_ID
+    attributes = dict(span.attributes or {})
+    assert attributes["mcp.session.id"] == session

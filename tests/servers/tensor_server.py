@@ -6,14 +6,36 @@ Bodies up to 64 MiB so that base64 tensors of a few million floats fit.
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 import torch
 
 from millimcp import Context, HttpConfig, Server, ServerConfig
 from millimcp.server.serve import run_app
+from millimcp.tensor import Batching, Model
 
-server = Server("tensor-test-server", config=ServerConfig(state_key=b"t" * 32))
+BUSY_S = 1.0
+
+
+class Busy(torch.nn.Module):
+    """A model that keeps its inference thread busy for BUSY_S per batch (sleep + compute)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(BUSY_S)
+        return x * 2
+
+
+busy = Model(Busy, device="cpu", batching=Batching(max_batch_size=8))
+server = Server(
+    "tensor-test-server", config=ServerConfig(state_key=b"t" * 32), lifespan=busy.lifespan
+)
+
+
+@server.tool()
+async def busy_double(x: torch.Tensor) -> torch.Tensor:
+    """Twice x, after keeping the model busy for a second."""
+    return await busy(x)
 
 
 @server.tool()

@@ -58,15 +58,13 @@ class TagTemplate:
 
 def default_principal(ctx: Any) -> str | None:
     """Who a private entry belongs to: the ``Authorization`` header (digested), else the
-    ``Mcp-Session-Id`` header; None when the request carries neither."""
+    handshake-era session (its ``Mcp-Session-Id``); None when the request has neither."""
     headers = getattr(ctx, "headers", None)
     raw = getattr(headers, "raw", None)
-    if not raw:
-        return None
-    session: bytes | None = None
-    for name, value in raw:
-        if name == b"authorization":
-            return "a:" + hashlib.sha256(value).hexdigest()[:32]
-        if name == b"mcp-session-id":
-            session = value
-    return None if session is None else "s:" + session.decode("latin-1")
+    if raw:
+        for name, value in raw:
+            if name == b"authorization":
+                return "a:" + hashlib.sha256(value).hexdigest()[:32]
+    session = getattr(ctx, "session", None)
+    session_id = getattr(session, "id", None)
+    return None if session_id is None else "s:" + session_id

@@ -9,7 +9,7 @@ from millimcp.codec.json import (
     decoder_for,
     encode,
 )
-from millimcp.codec.sse import SSE_KEEPALIVE, sse_event
+from millimcp.codec.sse import SSE_KEEPALIVE, sse_event, sse_priming
 
 __all__ = [
     "ATTACHMENT_MEDIA_TYPE",
@@ -22,4 +22,5 @@ __all__ = [
     "decoder_for",
     "encode",
     "sse_event",
+    "sse_priming",
 ]

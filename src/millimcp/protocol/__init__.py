@@ -12,7 +12,7 @@ from millimcp.protocol.jsonrpc import (
     encode_request,
     encode_result,
 )
-from millimcp.protocol.methods import METHODS, MethodSpec
+from millimcp.protocol.methods import LEGACY_ONLY, METHODS, MODERN_ONLY, MethodSpec
 from millimcp.protocol.request_state import RequestStateSealer, SealedState
 from millimcp.protocol.versions import (
     LATEST_VERSION,
@@ -20,12 +20,15 @@ from millimcp.protocol.versions import (
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     is_modern,
+    negotiate_legacy,
 )
 
 __all__ = [
     "LATEST_VERSION",
+    "LEGACY_ONLY",
     "LEGACY_VERSIONS",
     "METHODS",
+    "MODERN_ONLY",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
     "McpHeaders",
@@ -41,4 +44,5 @@ __all__ = [
     "encode_request",
     "encode_result",
     "is_modern",
+    "negotiate_legacy",
 ]

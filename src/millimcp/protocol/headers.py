@@ -58,6 +58,8 @@ class McpHeaders(msgspec.Struct, gc=False):
     name: str | None = None
     raw: list[tuple[bytes, bytes]] | None = None
     """All request headers, scanned for ``Mcp-Param-*`` only when a tool declares one."""
+    session_id: str | None = None
+    """``Mcp-Session-Id``: set only by handshake-era clients, after ``initialize``."""
     _params: dict[str, str] | None = None
 
     @property

@@ -10,6 +10,7 @@ __all__ = [
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
     "is_modern",
+    "negotiate_legacy",
 ]
 
 MODERN_VERSIONS: Final = ("2026-07-28",)
@@ -24,3 +25,8 @@ LATEST_VERSION: Final = MODERN_VERSIONS[0]
 
 def is_modern(version: str) -> bool:
     return version in MODERN_VERSIONS
+
+
+def negotiate_legacy(requested: str) -> str:
+    """The handshake era's negotiation: the client's version if served, else our latest."""
+    return requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]

@@ -8,6 +8,7 @@ from typing import Literal
 
 from millimcp.cache import CacheConfig
 from millimcp.resilience import ConcurrencyLimit
+from millimcp.session import SessionConfig
 
 __all__ = ["ServerConfig"]
 
@@ -43,6 +44,9 @@ class ServerConfig:
     """Put ``io.modelcontextprotocol/serverInfo`` in every result's ``_meta`` (a SHOULD)."""
     listener_queue: int = 1024
     """Notifications buffered per ``subscriptions/listen`` stream before it is closed."""
+    sessions: SessionConfig = field(default_factory=SessionConfig)
+    """The handshake era (``initialize``, ``Mcp-Session-Id``); ``SessionConfig(enabled=False)``
+    serves only the stateless revisions."""
     cache: CacheConfig = field(default_factory=CacheConfig)
     """The tool-result cache: L1 size, the Redis URL of the shared tier (None: L1 only)."""
     server_timing: bool = False

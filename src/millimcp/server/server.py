@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Final, Literal, TypeVar
@@ -18,7 +19,7 @@ import msgspec
 from millimcp.cache import Cache, CachedTool, CacheStore, Invalidates
 from millimcp.errors import InvalidParams
 from millimcp.observe import TRACE, current_record
-from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer
+from millimcp.protocol import MODERN_VERSIONS, RequestStateSealer, encode_notification
 from millimcp.protocol.types import (
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
@@ -32,6 +33,9 @@ from millimcp.protocol.types import (
     GetPromptParams,
     GetPromptResult,
     Implementation,
+    InitializeParams,
+    InitializeResult,
+    LegacyEmptyResult,
     ListenParams,
     ListenResult,
     ListPromptsResult,
@@ -44,6 +48,7 @@ from millimcp.protocol.types import (
     RequestParams,
     ResourceUpdatedParams,
     ServerCapabilities,
+    SubscribeParams,
     SubscriptionFilter,
     SubscriptionsAcknowledgedParams,
     ToolAnnotations,
@@ -54,10 +59,11 @@ from millimcp.server.offload import new_process_pool
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
-from millimcp.session import Context, Dispatcher, RequestHandler
+from millimcp.session import Context, Dispatcher, RequestHandler, Session
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
 from millimcp.tensor.extension import capability as tensor_capability
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
+from millimcp.transports.stdio import StdioConfig
 
 __all__ = ["Server"]
 
@@ -107,6 +113,9 @@ class Server:
         self._prompts: dict[str, PromptEntry] = {}
         self._completer: Completer | None = None
         self._listeners: set[_Listener] = set()
+        self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        """Handshake-era sessions, told about list changes and subscribed resources."""
+        self._dispatchers: list[Dispatcher] = []
         self._lists: dict[str, list[msgspec.Raw]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._cache: CacheStore | None = None
@@ -297,12 +306,24 @@ class Server:
         for listener in tuple(self._listeners):
             if getattr(listener.filter, flag):
                 self._deliver(listener, method, None)
+        if self._sessions:
+            message = encode_notification(method)
+            for session in tuple(self._sessions):
+                session.post(message)
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Tell every stream subscribed to ``uri`` that it changed."""
+        """Tell every stream and session subscribed to ``uri`` that it changed."""
         for listener in tuple(self._listeners):
             if uri in listener.resources:
                 self._deliver(listener, "notifications/resources/updated", uri)
+        message: bytes | None = None
+        for session in tuple(self._sessions):
+            if uri in session.subscriptions:
+                if message is None:
+                    message = encode_notification(
+                        "notifications/resources/updated", ResourceUpdatedParams(uri=uri)
+                    )
+                session.post(message)
 
     def notify_list_changed(self, kind: str) -> None:
         """Announce that the ``tools``, ``prompts`` or ``resources`` list changed."""
@@ -350,10 +371,15 @@ class Server:
             "prompts/get": self._limited(self._get_prompt),
             "completion/complete": self._limited(self._complete),
             "subscriptions/listen": self._listen,
+            "initialize": self._initialize,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
         }
 
     def dispatcher(self) -> Dispatcher:
-        return Dispatcher(self.handlers(), self.sealer)
+        dispatcher = Dispatcher(self.handlers(), self.sealer, sessions=self.config.sessions)
+        self._dispatchers.append(dispatcher)
+        return dispatcher
 
     def asgi(self, *, path: str | None = "/mcp", http: HttpConfig | None = None) -> Any:
         """A plain ASGI app serving this server's MCP endpoint at ``path``.
@@ -383,6 +409,21 @@ class Server:
 
         run_app(self.asgi(path=path), host=host, port=port, **options)
 
+    def run_stdio(self, config: StdioConfig | None = None) -> str:
+        """Serve over stdio until EOF, SIGTERM or SIGINT; returns which one it was."""
+        return asyncio.run(self.serve_stdio(config))
+
+    async def serve_stdio(self, config: StdioConfig | None = None, **pipes: Any) -> str:
+        """Serve over stdio in the running event loop (``pipes``: stdin=, stdout= files)."""
+        from millimcp.session import LineConnection
+        from millimcp.transports.stdio import serve_stdio
+
+        dispatcher = self.dispatcher()
+        async with self.running():
+            return await serve_stdio(
+                lambda write: LineConnection(dispatcher, write), config, **pipes
+            )
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The server's lifespan: the user's lifespan, then the thread pool's shutdown."""
@@ -403,6 +444,8 @@ class Server:
             with contextlib.suppress(asyncio.QueueFull):
                 listener.queue.put_nowait(_CLOSED)
         self._listeners.clear()
+        for dispatcher in self._dispatchers:
+            dispatcher.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
@@ -441,7 +484,8 @@ class Server:
             return handler
 
         async def limited(params: Any, ctx: Context) -> Any:
-            await limiter.acquire()
+            if not limiter.try_acquire():
+                await limiter.acquire()
             try:
                 return await handler(params, ctx)
             finally:
@@ -450,6 +494,27 @@ class Server:
         return limited
 
     # -- method handlers --------------------------------------------------------------------
+
+    async def _initialize(self, params: InitializeParams, ctx: Context) -> InitializeResult:
+        if ctx.session is not None:
+            self._sessions.add(ctx.session)
+        return InitializeResult(
+            protocol_version=ctx.protocol_version or params.protocol_version,
+            capabilities=self.capabilities(),
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    async def _subscribe(self, params: SubscribeParams, ctx: Context) -> LegacyEmptyResult:
+        if ctx.session is None:
+            raise InvalidParams("Invalid params: resources/subscribe needs a session")
+        ctx.session.subscriptions.add(params.uri)
+        return LegacyEmptyResult()
+
+    async def _unsubscribe(self, params: SubscribeParams, ctx: Context) -> LegacyEmptyResult:
+        if ctx.session is not None:
+            ctx.session.subscriptions.discard(params.uri)
+        return LegacyEmptyResult()
 
     async def _discover(self, params: RequestParams, ctx: Context) -> DiscoverResult:
         return DiscoverResult(
@@ -499,11 +564,11 @@ class Server:
         # Backpressure: the tool's own limit first (a call queued for a busy tool holds no
         # server slot), then the server's.
         tool_limiter = self._tool_limiters.get(params.name) if self._tool_limiters else None
-        if tool_limiter is not None:
+        if tool_limiter is not None and not tool_limiter.try_acquire():
             await tool_limiter.acquire()
         try:
             limiter = self._limiter
-            if limiter is not None:
+            if limiter is not None and not limiter.try_acquire():
                 await limiter.acquire()
             try:
                 pool = self.processes if entry.process else (self._executor or self.executor)

@@ -1,7 +1,9 @@
 """The request context a handler receives: who asked, progress, logging, input from the client.
 
-Input from the client (elicitation, sampling, roots) follows the multi round-trip pattern in
-the modern era: when a handler asks for input it does not have yet, :class:`InputRequired`
+Input from the client (elicitation, sampling, roots) is one call for the handler in both
+eras. In the handshake era it is a server-to-client request on the request's stream, and
+the call returns the client's answer. In the modern era it follows the multi round-trip
+pattern: when a handler asks for input it does not have yet, :class:`InputRequired`
 unwinds the handler and the dispatcher answers with an ``InputRequiredResult`` whose sealed
 ``requestState`` remembers the answers gathered so far. When the client retries with the
 answers, the handler runs again from the top and this time each ``await ctx.elicit(...)``
@@ -55,6 +57,7 @@ _CAPABILITY_OF: Final = {
 }
 
 Emit = Callable[[bytes], Awaitable[None]]
+Ask = Callable[[InputRequest], Awaitable[msgspec.Raw]]
 
 
 class InputRequired(Exception):
@@ -86,6 +89,10 @@ class Context(msgspec.Struct, eq=False):
     headers: McpHeaders | None = None
     """The MCP headers of the HTTP request (None on other transports)."""
     _seq: int = 0
+    _ask: Ask | None = None
+    """How to ask the client directly (handshake era); None: ask through MRTR."""
+    session: Any = None
+    """The handshake-era :class:`~millimcp.session.sessions.Session`; None when modern."""
     exchange: Exchange | None = None
     """The HTTP exchange (None on other transports): its request attachment and reply
     attachment carry tensors under ``dev.millimcp/tensor``."""
@@ -181,7 +188,10 @@ class Context(msgspec.Struct, eq=False):
                     )
                 missing[key] = request
         if missing:
-            raise InputRequired(missing, self.state)
+            if self._ask is None:
+                raise InputRequired(missing, self.state)
+            for key, request in missing.items():
+                answers[key] = await self._ask(request)
         return {key: answers[key] for key in requests}
 
     def _next_key(self, kind: str) -> str:

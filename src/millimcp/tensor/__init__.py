@@ -5,12 +5,14 @@ importing this package imports neither. Install them with ``pip install 'millimc
 """
 
 from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE
+from millimcp.tensor.batching import Batching, DynamicBatcher
 from millimcp.tensor.extension import (
     EXTENSION,
     decode_result,
     encode_arguments,
     encode_result,
 )
+from millimcp.tensor.hosting import Model, resolve_device
 from millimcp.tensor.wire import DTYPES, MEDIA_TYPE, Packed, TensorLimits, pack, unpack
 
 __all__ = [
@@ -18,11 +20,15 @@ __all__ = [
     "DTYPES",
     "EXTENSION",
     "MEDIA_TYPE",
+    "Batching",
+    "DynamicBatcher",
+    "Model",
     "Packed",
     "TensorLimits",
     "decode_result",
     "encode_arguments",
     "encode_result",
     "pack",
+    "resolve_device",
     "unpack",
 ]

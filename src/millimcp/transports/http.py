@@ -4,7 +4,8 @@ The app checks what HTTP alone can check (path, method, Host and Origin, content
 body size), reads the body, and hands the bytes with the MCP headers to a
 :class:`MessageHandler` together with an :class:`Exchange` through which the handler
 answers: one JSON body, ``202 Accepted``, or an SSE stream of events. It never decodes
-JSON-RPC itself.
+JSON-RPC itself. GET (a handshake-era session's stream) and DELETE (the end of a session)
+go to the handler too; which of them it serves is the handler's business.
 
 A body in the ``dev.millimcp/tensor`` framing (:mod:`millimcp.codec.attachment`: a JSON
 message and one binary attachment) is split here: the handler gets the JSON part as the body
@@ -43,6 +44,7 @@ _SSE_HEADERS: Final = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
+_ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
 _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ATTACHMENT_HEADERS: Final = [(b"content-type", _ATTACHMENT)]
 _VARY: Final = (b"vary", b"accept-encoding")
@@ -148,6 +150,11 @@ class Exchange(msgspec.Struct, eq=False):
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
         await self._send({"type": "http.response.body", "body": body})
 
+    async def method_not_allowed(self) -> None:
+        """405: no GET stream or DELETE outside a handshake-era session."""
+        self.started = True
+        await _plain(self._send, 405, b"Method Not Allowed", _ALLOW)
+
     async def _reply_framed(
         self,
         status: int,
@@ -174,13 +181,14 @@ class Exchange(msgspec.Struct, eq=False):
         await self._send({"type": "http.response.start", "status": 202, "headers": []})
         await self._send({"type": "http.response.body", "body": b""})
 
-    async def start_stream(self) -> None:
+    async def start_stream(self, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         """Switch to an SSE response; from here on, messages go out as events."""
         if self.streaming:
             return
         self.started = True
         self.streaming = True
-        await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        hdrs = _SSE_HEADERS if headers is None else [*_SSE_HEADERS, *headers]
+        await self._send({"type": "http.response.start", "status": 200, "headers": hdrs})
         if self.config.sse_keepalive_s > 0:
             self._keepalive = asyncio.create_task(self._send_keepalives())
 
@@ -192,10 +200,14 @@ class Exchange(msgspec.Struct, eq=False):
             {"type": "http.response.body", "body": sse_event(message), "more_body": True}
         )
 
-    async def send_event(self, message: bytes) -> None:
+    async def send_event(self, message: bytes, event_id: str | None = None) -> None:
         await self._send(
-            {"type": "http.response.body", "body": sse_event(message), "more_body": True}
+            {"type": "http.response.body", "body": sse_event(message, event_id), "more_body": True}
         )
+
+    async def send_raw(self, chunk: bytes) -> None:
+        """Send already-framed SSE bytes (a priming event, a comment)."""
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
     async def end_stream(self) -> None:
         self.stop_keepalive()
@@ -225,9 +237,15 @@ class Exchange(msgspec.Struct, eq=False):
 
 
 class MessageHandler(Protocol):
-    """What the transport calls with each POSTed message."""
+    """What the transport calls with each POSTed message, GET and DELETE."""
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None: ...
+
+    async def handle_get(
+        self, headers: McpHeaders, last_event_id: str | None, exchange: Exchange
+    ) -> None: ...
+
+    async def handle_delete(self, headers: McpHeaders, exchange: Exchange) -> None: ...
 
 
 class StreamableHTTPApp:
@@ -269,10 +287,13 @@ class StreamableHTTPApp:
             if refusal is not None:
                 status, text = refusal
                 if status == 405:
-                    await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+                    await _plain(send, 405, b"Method Not Allowed", _ALLOW)
                 else:
                     await _error(send, status, text)
                 return
+        if gate[3] != "POST":
+            await self._serve_other(scope, get, receive, send)
+            return
         content_type = gate[2]
         if content_type is not None and content_type.startswith(_ATTACHMENT):
             await self._handle_framed(scope, receive, send, headers)
@@ -307,17 +328,32 @@ class StreamableHTTPApp:
                 extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
                 await _error(send, exc.status, exc.message, extra)
                 return
-        version = get(b"mcp-protocol-version")
-        method = get(b"mcp-method")
-        name = get(b"mcp-name")
-        mcp = McpHeaders(
-            None if version is None else version.decode("latin-1"),
-            None if method is None else method.decode("latin-1"),
-            None if name is None else name.decode("latin-1"),
-            raw_headers,
-        )
+        mcp = _mcp_headers(raw_headers, get)
         exchange = Exchange(receive, send, config, accept_encoding=get(b"accept-encoding"))
         await self.handler.handle_http(body, mcp, exchange)
+
+    async def _serve_other(
+        self, scope: Scope, get: Callable[[bytes], bytes | None], receive: Receive, send: Send
+    ) -> None:
+        """GET (open or resume a stream) and DELETE (end a session)."""
+        version = get(b"mcp-protocol-version")
+        session = get(b"mcp-session-id")
+        mcp = McpHeaders(
+            None if version is None else version.decode("latin-1"),
+            session_id=None if session is None else session.decode("latin-1"),
+        )
+        exchange = Exchange(receive, send, self.config)
+        if scope["method"] == "DELETE":
+            await self.handler.handle_delete(mcp, exchange)
+            return
+        accept = get(b"accept")
+        if accept is not None and b"text/event-stream" not in accept and b"*/*" not in accept:
+            await _error(send, 406, "Not Acceptable: GET opens a text/event-stream")
+            return
+        last_event_id = get(b"last-event-id")
+        await self.handler.handle_get(
+            mcp, None if last_event_id is None else last_event_id.decode("latin-1"), exchange
+        )
 
     async def _handle_framed(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
@@ -362,6 +398,8 @@ class StreamableHTTPApp:
         reason = self._judge_host_origin(host, origin)
         if reason is not None:
             refusal = (403, reason)
+        elif method in ("GET", "DELETE"):
+            refusal = None
         elif method != "POST":
             refusal = (405, "Method Not Allowed")
         elif (
@@ -433,11 +471,13 @@ def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpH
     version = get(b"mcp-protocol-version")
     method = get(b"mcp-method")
     name = get(b"mcp-name")
+    session = get(b"mcp-session-id")
     return McpHeaders(
         None if version is None else version.decode("latin-1"),
         None if method is None else method.decode("latin-1"),
         None if name is None else name.decode("latin-1"),
         raw_headers,
+        None if session is None else session.decode("latin-1"),
     )
 
 
