@@ -13,14 +13,17 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
@@ -134,6 +137,130 @@ def texts(content: list[Any]) -> list[str]:
     return [block.text for block in content if isinstance(block, TextContent)]
 
 
+class TcpTap:
+    """A TCP relay on 127.0.0.1 in front of `upstream_port` that records both directions.
+
+    For peers whose HTTP traffic cannot be hooked from Python (the Inspector): point them
+    at `url(path)` and read `sent` / `received` (per connection, in order) afterwards.
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream = ("127.0.0.1", upstream_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)  # lets the accept loop notice `close`
+        self.port: int = self._listener.getsockname()[1]
+        self.sent: list[bytearray] = []
+        self.received: list[bytearray] = []
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._accepter = threading.Thread(target=self._accept, daemon=True)
+        self._accepter.start()
+
+    def url(self, path: str = "/mcp") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            server = socket.create_connection(self._upstream)
+            self._sockets += [client, server]
+            self.sent.append(bytearray())
+            self.received.append(bytearray())
+            for pipe in (
+                (client, server, self.sent[-1]),
+                (server, client, self.received[-1]),
+            ):
+                thread = threading.Thread(target=self._pump, args=pipe, daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, record: bytearray) -> None:
+        try:
+            while data := source.recv(65536):
+                record += data
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._accepter.join(timeout=TIMEOUT_S)
+        self._listener.close()
+        for sock in self._sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(timeout=TIMEOUT_S)
+        for sock in self._sockets:
+            sock.close()
+
+
+@dataclass(frozen=True)
+class TappedRequest:
+    """One HTTP/1.1 request a client sent through a `TcpTap`."""
+
+    verb: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The JSON-RPC message in the body (`{}` for none)."""
+        return json.loads(self.body) if self.body else {}
+
+
+def tapped_requests(tap: TcpTap) -> list[TappedRequest]:
+    """The requests of every connection (connection by connection, each in order).
+
+    Bodies are framed by Content-Length, which is how Node's fetch sends a string body.
+    """
+    found: list[TappedRequest] = []
+    for stream in tap.sent:
+        rest = bytes(stream)
+        while rest:
+            head, separator, rest = rest.partition(b"\r\n\r\n")
+            assert separator, f"an unfinished request head: {head[:200]!r}"
+            request_line, *lines = head.decode("latin-1").split("\r\n")
+            headers = {}
+            for line in lines:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            assert "transfer-encoding" not in headers, headers
+            length = int(headers.get("content-length", "0"))
+            found.append(TappedRequest(request_line.split(" ")[0], headers, rest[:length]))
+            rest = rest[length:]
+    return found
+
+
+def issued_session_ids(tap: TcpTap) -> set[str]:
+    """Every `Mcp-Session-Id` response header the server sent through `tap`."""
+    pattern = re.compile(rb"^mcp-session-id:[ \t]*([!-~]+)\r$", re.IGNORECASE | re.MULTILINE)
+    return {match.decode() for stream in tap.received for match in pattern.findall(stream)}
+
+
+@contextmanager
+def tcp_tap(url: str) -> Iterator[TcpTap]:
+    """A `TcpTap` in front of the server at `url` (`http://127.0.0.1:PORT/...`)."""
+    port = urlsplit(url).port
+    assert port is not None, url
+    tap = TcpTap(port)
+    try:
+        yield tap
+    finally:
+        tap.close()
+
+
 # --- The Inspector CLI ------------------------------------------------------------------
 
 INSPECTOR_ENV = "MILLIMCP_INSPECTOR"
@@ -149,9 +276,10 @@ def _node() -> tuple[str | None, str]:
         path = Path(configured)
         node = str(path / "node") if path.is_dir() else configured
     else:
-        node = shutil.which("node")
-        if node is None:
+        found = shutil.which("node")
+        if found is None:
             return None, f"no `node` on PATH and {NODE_ENV} is not set"
+        node = found
     try:
         version = subprocess.run(
             [node, "--version"], capture_output=True, text=True, timeout=TIMEOUT_S, check=True

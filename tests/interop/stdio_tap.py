@@ -14,13 +14,16 @@ import signal
 import subprocess
 import sys
 import threading
+from contextlib import suppress
 from types import FrameType
 from typing import IO
 
 
 def main(log_path: str, command: list[str]) -> int:
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert server.stdin is not None and server.stdout is not None
+    to_server, from_server = server.stdin, server.stdout
+    assert to_server is not None
+    assert from_server is not None
     lock = threading.Lock()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -42,14 +45,12 @@ def main(log_path: str, command: list[str]) -> int:
                     break
 
         def upstream() -> None:
-            relay(sys.stdin.buffer, server.stdin, b"> ")  # type: ignore[arg-type]
-            try:
-                server.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+            relay(sys.stdin.buffer, to_server, b"> ")
+            with suppress(OSError):
+                to_server.close()
 
         threading.Thread(target=upstream, daemon=True).start()
-        relay(server.stdout, sys.stdout.buffer, b"< ")
+        relay(from_server, sys.stdout.buffer, b"< ")
         return server.wait()
 
 
