@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 from tests.http.conftest import Rpc, body_for, headers_for
 
 
@@ -100,3 +101,37 @@ def test_a_process_tool_runs_in_another_process(fast: Rpc) -> None:
     total, pid = fast.tool("cpu_bound", {"n": 1000})["structuredContent"]["result"]
     assert total == sum(i * i for i in range(1000))
     assert pid != fast.tool("server_pid")["structuredContent"]["result"]
+
+
+@pytest.mark.interop
+async def test_the_official_client_sees_a_refusal_as_an_mcp_error(fast_url: str) -> None:
+    """The official SDK client turns the 503 into MCPError(-32050) with ``retryAfterMs``."""
+    from mcp import Client, MCPError
+
+    limits = httpx.Limits(max_connections=50)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        held = [
+            asyncio.create_task(
+                client.post(fast_url, **call_args("gated", {"tag": "sdk", "n": n}, n))
+            )
+            for n in range(30)  # 10 running + 20 queued: the tool is full
+        ]
+        try:
+            for _ in range(500):
+                await asyncio.sleep(0.02)
+                load = await client.post(fast_url, **call_args("gated_load", {}))
+                if load.json()["result"]["structuredContent"]["result"] == [10, 20]:
+                    break
+            refusal: MCPError | None = None
+            async with Client(fast_url, mode="2026-07-28", cache=None) as sdk:
+                try:
+                    await sdk.call_tool("gated", {"tag": "sdk", "n": 100})
+                except MCPError as exc:
+                    refusal = exc
+        finally:
+            await client.post(fast_url, **call_args("open_gate", {"tag": "sdk"}))
+            responses = await asyncio.gather(*held)
+    assert refusal is not None
+    assert refusal.error.code == -32050
+    assert refusal.error.data == {"retryAfterMs": 2000}
+    assert all(r.status_code == 200 for r in responses)

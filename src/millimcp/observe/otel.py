@@ -7,9 +7,9 @@
 - Attributes: ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (from the
   ``Mcp-Session-Id`` header), ``jsonrpc.request.id``, ``gen_ai.tool.name`` and
   ``gen_ai.operation.name`` = ``execute_tool`` (tools/call), ``gen_ai.prompt.name``
-  (prompts/get), ``mcp.resource.uri`` (resources/read), ``network.transport`` = ``tcp``,
-  ``network.protocol.name`` = ``http``; on failure ``error.type`` (``tool_error`` or the HTTP
-  status) and status ERROR. Our own: ``millimcp.cache`` (the cache outcome).
+  (prompts/get); on failure ``error.type`` (``tool_error`` or the HTTP status) and status
+  ERROR. Our own: ``millimcp.cache`` (the cache outcome). The ``network.*`` attributes are
+  left to the HTTP server's instrumentation (each attribute costs the SDK ~1 us a span).
 - Metric ``mcp.server.operation.duration`` (seconds, histogram) with the low-cardinality
   attributes.
 
@@ -85,11 +85,7 @@ class OpenTelemetryListener(Listener):
             parent = self._propagate.extract(carrier)
         method = record.method
         target = record.target
-        attributes: dict[str, Any] = {
-            "mcp.method.name": method,
-            "network.transport": "tcp",
-            "network.protocol.name": "http",
-        }
+        attributes: dict[str, Any] = {"mcp.method.name": method}
         if record.request_id is not None:
             attributes["jsonrpc.request.id"] = str(record.request_id)
         if meta is not None and meta.protocol_version is not None:
@@ -109,10 +105,10 @@ class OpenTelemetryListener(Listener):
             attributes=attributes,
         )
         token = self._context.attach(self._trace.set_span_in_context(span, parent))
-        record.extra["otel"] = (span, token)
+        record.extra = {"otel": (span, token)}
 
     def ended(self, record: RequestRecord) -> None:
-        state = record.extra.pop("otel", None)
+        state = record.extra.pop("otel", None) if record.extra is not None else None
         if state is None:
             return
         span, token = state
