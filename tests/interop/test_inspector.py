@@ -27,9 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.interop.peers import inspector_result, run_inspector
+from tests.interop.peers import inspector_argv, inspector_result, run_inspector
 
 pytestmark = pytest.mark.interop
+
+
+@pytest.fixture
+def inspector(missing_tool: Any) -> list[str]:
+    """argv prefix `node <inspector> --cli`, or skip (fail under `make test`) with the reason."""
+    return inspector_argv(missing_tool)
 
 
 def _modern_json(

@@ -7,8 +7,7 @@ is given. Both are checked on the wire: over HTTP through a TCP tap (the session
 through tests/interop/stdio_tap.py. Over stdio the Inspector launches
 `python examples/conformance_server.py --stdio` itself, as in the issue's example
 `npx @modelcontextprotocol/inspector@2.12.0 --cli python examples/conformance_server.py
---stdio --method tools/list`. Setup: see test_inspector.py; the `inspector` fixture is in
-tests/interop/conftest.py.
+--stdio --method tools/list`. Setup: see test_inspector.py.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from tests.interop.peers import (
     HANDSHAKE,
     ROOT,
     TappedRequest,
+    inspector_argv,
     inspector_result,
     issued_session_ids,
     run_inspector,
@@ -34,6 +34,13 @@ from tests.interop.peers import (
 )
 
 pytestmark = pytest.mark.interop
+
+
+@pytest.fixture
+def inspector(missing_tool: Any) -> list[str]:
+    """argv prefix `node <inspector> --cli`, or skip (fail under `make test`) with the reason."""
+    return inspector_argv(missing_tool)
+
 
 CONFORMANCE_SERVER = [sys.executable, str(ROOT / "examples" / "conformance_server.py"), "--stdio"]
 SIMPLE_TEXT = "This is a simple text response for testing."
