@@ -66,6 +66,12 @@ def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @server.tool()
+async def mixed(a: torch.Tensor, x: np.ndarray) -> dict[str, str]:
+    """A torch and a numpy parameter fed from one attachment."""
+    return {"a": str(a.dtype), "x": str(x.dtype)}
+
+
+@server.tool()
 async def describe(xs: dict[str, np.ndarray]) -> dict[str, str]:
     return {name: f"{x.dtype}{list(x.shape)}" for name, x in xs.items()}
 
