@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 import torch
+from tests.conftest import free_port, start_server, stop_server
 
-from conftest import free_port, start_server, stop_server
 from millimcp.codec.attachment import frame, split
 from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION, decode_result, encode_arguments
 
