@@ -220,6 +220,13 @@ async def test_worker_processes_each_load_the_model_and_share_the_batches() -> N
         assert sum(model.batcher.batches.values()) < 24  # batched
 
 
+def test_worker_processes_need_an_importable_build() -> None:
+    with pytest.raises(ConfigurationError, match="module-level"):
+        Model(lambda: Affine(), workers=2)
+    with pytest.raises(ConfigurationError, match="workers"):
+        Model(build_affine, workers=-1)
+
+
 def test_auto_device_is_cpu_without_a_gpu() -> None:
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
     assert resolve_device("cpu") == "cpu"
