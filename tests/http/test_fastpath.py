@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import free_port, start_server, stop_server
 from tests.http.conftest import Rpc, body_for, headers_for
 
 
@@ -135,3 +138,31 @@ async def test_the_official_client_sees_a_refusal_as_an_mcp_error(fast_url: str)
     assert refusal.error.code == -32050
     assert refusal.error.data == {"retryAfterMs": 2000}
     assert all(r.status_code == 200 for r in responses)
+
+
+def test_stopping_the_server_stops_its_process_workers() -> None:
+    """uvicorn ends the process by re-raising SIGTERM after the lifespan: the workers must be
+    stopped by the lifespan itself, or they (and the forkserver) outlive the server."""
+    port = free_port()
+    target = "tests.servers.fastpath_server:server"
+    process = start_server(["-m", "millimcp", "serve", target, "--port", str(port)], port)
+    try:
+        with httpx.Client(timeout=30) as client:
+            rpc = Rpc(client, f"http://127.0.0.1:{port}/mcp")
+            worker = rpc.tool("cpu_bound", {"n": 10})["structuredContent"]["result"][1]
+        assert alive(worker)
+    finally:
+        stop_server(process)
+    for _ in range(200):
+        if not alive(worker):
+            break
+        time.sleep(0.05)
+    assert not alive(worker), f"worker {worker} outlived the server"
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state

@@ -108,7 +108,9 @@ async def test_initialize_negotiates_the_version_and_opens_a_session(server_url:
         assert result["capabilities"]["logging"] == {}
         assert "resultType" not in result  # the handshake era does not know it
         assert re.fullmatch(r"[\x21-\x7e]{32,}", s.id), s.id
-        assert await s.text("echo", {"text": "hi"}) == "hi"
+        called = await s.call("echo", {"text": "hi"})
+        assert called["content"][0]["text"] == "hi"
+        assert "resultType" not in called
         other = Session(s.client, server_url)
         unknown = await other.open({**HELLO, "protocolVersion": "1999-01-01"})
         assert unknown["protocolVersion"] == LEGACY  # ours, for the client to accept or not

@@ -114,6 +114,7 @@ def test_both_eras_in_one_process(peer: Peer) -> None:
     peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     echoed = peer.call(6, "tools/call", {"name": "echo", "arguments": {"text": "legacy"}})
     assert echoed["result"]["content"][0]["text"] == "legacy"
+    assert "resultType" not in echoed["result"]
     again = peer.call(7, "initialize", HELLO)
     assert again["error"]["code"] == -32600
     assert peer.close() == 0

@@ -55,7 +55,7 @@ from millimcp.protocol.types import (
 )
 from millimcp.resilience import ConcurrencyLimit, InFlightLimiter
 from millimcp.server.config import ServerConfig
-from millimcp.server.offload import new_process_pool
+from millimcp.server.offload import new_process_pool, stop_process_pool
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
@@ -450,7 +450,7 @@ class Server:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         if self._processes is not None:
-            self._processes.shutdown(wait=False, cancel_futures=True)
+            stop_process_pool(self._processes)
             self._processes = None
 
     @property
