@@ -19,9 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import itertools
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import statistics
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from loadgen import ECHO_TEXT, PROTOCOL_VERSION, parse_response, run_load
@@ -125,8 +129,8 @@ def exchange(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
 PLACEHOLDER_ID = b"9999999999"  # ten digits, like every id the counter below makes
 
 
-def call_request(port: int, era: str, session_id: str | None = None) -> bytes:
-    """The era's ``tools/call`` POST, its id a placeholder that ``fresh_ids`` replaces."""
+def call_parts(era: str, session_id: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """The era's ``tools/call`` body and headers, its id a placeholder (``PLACEHOLDER_ID``)."""
     params: dict[str, object] = {"name": "echo", "arguments": {"text": ECHO_TEXT}}
     if era == "modern":
         params["_meta"] = {
@@ -145,7 +149,12 @@ def call_request(port: int, era: str, session_id: str | None = None) -> bytes:
     body = msgspec.json.encode(
         {"jsonrpc": "2.0", "id": int(PLACEHOLDER_ID), "method": "tools/call", "params": params}
     )
-    return http_request(port, body, headers)
+    return body, headers
+
+
+def call_request(port: int, era: str, session_id: str | None = None) -> bytes:
+    """The era's ``tools/call`` POST, its id a placeholder that ``fresh_ids`` replaces."""
+    return http_request(port, *call_parts(era, session_id))
 
 
 def fresh_ids(template: bytes) -> Callable[[], bytes]:
@@ -356,6 +365,150 @@ def one_round(
             )
 
 
+# --------------------------------------------------------------------------- instructions
+
+APPS = {"millimcp": "millimcp_echo", "official": "official_session_echo"}
+INIT_BODY = msgspec.json.encode(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": HANDSHAKE_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1.0.0"},
+        },
+    }
+)
+
+
+async def drive_app(app: Any, era: str, calls: int) -> None:
+    """In-process, no sockets: start the ASGI app's lifespan, open the era, make ``calls``
+    ``tools/call`` requests with fresh ids, check the last answer, shut down."""
+    lifespan: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def lifespan_send(message: dict[str, Any]) -> None:
+        (started if message["type"].startswith("lifespan.startup") else stopped).set()
+
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    lifespan_task = asyncio.ensure_future(app(scope, lifespan.get, lifespan_send))
+    await lifespan.put({"type": "lifespan.startup"})
+    await asyncio.wait_for(started.wait(), 30)
+
+    def http_scope(headers: dict[str, str], length: int) -> dict[str, Any]:
+        raw = [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            *((k.lower().encode(), v.encode()) for k, v in headers.items()),
+            (b"content-length", str(length).encode()),
+        ]
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": PATH,
+            "raw_path": PATH.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": raw,
+            "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8000),
+            "state": {},
+        }
+
+    body = b""
+    status = 0
+    reply_headers: dict[bytes, bytes] = {}
+    chunks: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, reply_headers
+        if message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+        elif message["type"] == "http.response.start":
+            status, reply_headers = message["status"], dict(message.get("headers", []))
+
+    session_id = None
+    if era == "handshake":
+        body = INIT_BODY
+        await app(http_scope({}, len(body)), receive, send)
+        session_id = reply_headers[b"mcp-session-id"].decode()
+        hs = {"MCP-Protocol-Version": HANDSHAKE_VERSION, "Mcp-Session-Id": session_id}
+        body = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        await app(http_scope(hs, len(body)), receive, send)
+    template, headers = call_parts(era, session_id)
+    prefix, suffix = template.split(PLACEHOLDER_ID)
+    scope = http_scope(headers, len(template))  # every id has ten digits, like the placeholder
+    for request_id in range(1_000_000_000, 1_000_000_000 + calls):
+        body = prefix + b"%d" % request_id + suffix
+        chunks.clear()
+        await app(dict(scope), receive, send)
+    check_echo(status, b"".join(chunks))
+    await lifespan.put({"type": "lifespan.shutdown"})
+    await asyncio.wait_for(stopped.wait(), 30)
+    await lifespan_task
+
+
+def child(server: str, era: str, calls: int) -> None:
+    sys.path.insert(0, str(SERVERS_DIR))
+    module = importlib.import_module(APPS[server])
+    import uvloop
+
+    uvloop.run(drive_app(module.app, era, calls))
+
+
+def instructions(server: str, era: str, calls: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--child",
+                f"{server},{era}",
+                "--calls",
+                str(calls),
+            ],
+            check=True,
+            env={**child_env(), "PYTHONHASHSEED": "0"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"no summary line in {out}")
+        return int(match.group(1))
+
+
+def count_instructions(args: argparse.Namespace) -> int:
+    """Each era's instructions per call, in-process (the framework's work, no HTTP server):
+    the difference between two call counts, so start-up and the handshake cancel out."""
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    low, high = args.calls // 4, args.calls
+    for server in args.servers:
+        per_call = {}
+        for era in ERAS:
+            a = instructions(server, era, low)
+            b = instructions(server, era, high)
+            per_call[era] = (b - a) / (high - low)
+            print(f"{server:<9} {era:<10} {per_call[era]:12,.0f} instructions per call", flush=True)
+        ratio = per_call["handshake"] / per_call["modern"]
+        print(f"{server:<9} handshake / modern = {ratio:.3f}", flush=True)
+    return 0
+
+
 # --------------------------------------------------------------------------- reporting
 
 MEDIANS = (
@@ -435,6 +588,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-cpu", type=int, default=0)
     parser.add_argument("--client-cpu", type=int, default=1)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per call in-process under valgrind instead of timing",
+    )
+    parser.add_argument("--calls", type=int, default=2000, help="calls for --instructions")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
     if not args.servers or any(s not in SERVERS for s in args.servers):
@@ -447,6 +607,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.child:
+        server, era = args.child.split(",")
+        child(server, era, args.calls)
+        return 0
+    if args.instructions:
+        return count_instructions(args)
     os.sched_setaffinity(0, {args.client_cpu})
     env = environment(args)
     print(
