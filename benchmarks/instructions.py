@@ -33,6 +33,9 @@ TARGETS = {
     "millimcp": HERE / "servers" / "millimcp_echo.py",
     "official": HERE / "servers" / "official_echo.py",
     "fastmcp": HERE / "servers" / "fastmcp_echo.py",
+    # Observability on (benchmarks/README.md, "Observability overhead"):
+    "millimcp_timed": HERE / "servers" / "millimcp_timed.py",
+    "millimcp_observed": HERE / "servers" / "millimcp_observed.py",
 }
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -62,6 +62,18 @@ TARGETS: dict[str, Target] = {
         ),
         Target("fastmcp", "fastmcp_echo", "fastmcp", f"fastmcp FastMCP, {_STATELESS_JSON}"),
         Target("millimcp", "millimcp_echo", "millimcp", "millimcp Server.asgi()"),
+        Target(
+            "millimcp_timed",
+            "millimcp_timed",
+            "millimcp",
+            "millimcp with Server-Timing and Prometheus /metrics",
+        ),
+        Target(
+            "millimcp_observed",
+            "millimcp_observed",
+            "millimcp",
+            "millimcp with Server-Timing, Prometheus and OpenTelemetry (SDK, every span)",
+        ),
     )
 }
 
@@ -665,8 +677,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--targets",
-        default=",".join(TARGETS),
-        help=f"comma-separated subset of {', '.join(TARGETS)} (default: all)",
+        default="raw,official,fastmcp,millimcp",
+        help=f"comma-separated subset of {', '.join(TARGETS)} "
+        "(default: raw,official,fastmcp,millimcp)",
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per target (default 3)")
     parser.add_argument(

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from millimcp.cache import Cache, CacheConfig
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
     from millimcp.server import Server, ServerConfig, content
-    from millimcp.session import Context, InputRequired
+    from millimcp.session import Context, InputRequired, SessionConfig
     from millimcp.transports.http import HttpConfig
+    from millimcp.transports.stdio import StdioConfig
 
 __all__ = [
     "Cache",
@@ -27,6 +28,8 @@ __all__ = [
     "ProtocolError",
     "Server",
     "ServerConfig",
+    "SessionConfig",
+    "StdioConfig",
     "ToolError",
     "content",
 ]
@@ -45,7 +48,9 @@ _HOMES = {
     "content": "millimcp.server",
     "Context": "millimcp.session",
     "InputRequired": "millimcp.session",
+    "SessionConfig": "millimcp.session",
     "HttpConfig": "millimcp.transports.http",
+    "StdioConfig": "millimcp.transports.stdio",
 }
 
 

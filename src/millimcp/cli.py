@@ -37,7 +37,7 @@ def load_target(spec: str) -> Any:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="millimcp", description="The millimcp command line.")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve an MCP server over Streamable HTTP")
+    serve = commands.add_parser("serve", help="serve an MCP server over Streamable HTTP or stdio")
     serve.add_argument(
         "target", help="module:attribute of a millimcp Server (default attr: server)"
     )
@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
     serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
+    serve.add_argument(
+        "--stdio", action="store_true", help="serve stdin/stdout instead of HTTP (logs: stderr)"
+    )
     args = parser.parse_args(argv)
     if args.command == "serve" and (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
@@ -58,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.stdio:
+        return _serve_stdio(args)
     if args.workers > 1 or args.http == "granian":
         # Workers import the app themselves; they must all seal MRTR state with one key.
         os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
@@ -87,4 +92,27 @@ def _serve(args: argparse.Namespace) -> int:
         certfile=args.certfile,
         keyfile=args.keyfile,
     )
+    return 0
+
+
+def _serve_stdio(args: argparse.Namespace) -> int:
+    """Serve stdio until EOF or a signal, then exit at once.
+
+    A sync tool still running in a thread cannot be interrupted; rather than wait for it (a
+    client that closed stdin or sent SIGTERM wants the process gone), exit without joining
+    it once the protocol output is flushed.
+    """
+    import logging
+    import threading
+
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
+    try:
+        server = load_target(args.target)
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    server.run_stdio()  # returns on EOF, SIGTERM or SIGINT: all clean exits
+    if threading.active_count() > 1:
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -30,7 +30,7 @@ def headers_for(method: str, name: str | None = None) -> dict[str, str]:
     return headers
 
 
-def body_for(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> bytes:
+def body_for(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> str:
     params = dict(params or {})
     params["_meta"] = {**META, **params.get("_meta", {})}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from tests.conftest import free_port, start_server, stop_server
 from tests.http.conftest import Rpc, body_for, headers_for
 
 
@@ -100,3 +104,65 @@ def test_a_process_tool_runs_in_another_process(fast: Rpc) -> None:
     total, pid = fast.tool("cpu_bound", {"n": 1000})["structuredContent"]["result"]
     assert total == sum(i * i for i in range(1000))
     assert pid != fast.tool("server_pid")["structuredContent"]["result"]
+
+
+@pytest.mark.interop
+async def test_the_official_client_sees_a_refusal_as_an_mcp_error(fast_url: str) -> None:
+    """The official SDK client turns the 503 into MCPError(-32050) with ``retryAfterMs``."""
+    from mcp import Client, MCPError
+
+    limits = httpx.Limits(max_connections=50)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        held = [
+            asyncio.create_task(
+                client.post(fast_url, **call_args("gated", {"tag": "sdk", "n": n}, n))
+            )
+            for n in range(30)  # 10 running + 20 queued: the tool is full
+        ]
+        try:
+            for _ in range(500):
+                await asyncio.sleep(0.02)
+                load = await client.post(fast_url, **call_args("gated_load", {}))
+                if load.json()["result"]["structuredContent"]["result"] == [10, 20]:
+                    break
+            refusal: MCPError | None = None
+            async with Client(fast_url, mode="2026-07-28", cache=None) as sdk:
+                try:
+                    await sdk.call_tool("gated", {"tag": "sdk", "n": 100})
+                except MCPError as exc:
+                    refusal = exc
+        finally:
+            await client.post(fast_url, **call_args("open_gate", {"tag": "sdk"}))
+            responses = await asyncio.gather(*held)
+    assert refusal is not None
+    assert refusal.error.code == -32050
+    assert refusal.error.data == {"retryAfterMs": 2000}
+    assert all(r.status_code == 200 for r in responses)
+
+
+def test_stopping_the_server_stops_its_process_workers() -> None:
+    """uvicorn ends the process by re-raising SIGTERM after the lifespan: the workers must be
+    stopped by the lifespan itself, or they (and the forkserver) outlive the server."""
+    port = free_port()
+    target = "tests.servers.fastpath_server:server"
+    process = start_server(["-m", "millimcp", "serve", target, "--port", str(port)], port)
+    try:
+        with httpx.Client(timeout=30) as client:
+            rpc = Rpc(client, f"http://127.0.0.1:{port}/mcp")
+            worker = rpc.tool("cpu_bound", {"n": 10})["structuredContent"]["result"][1]
+        assert alive(worker)
+    finally:
+        stop_server(process)
+    for _ in range(200):
+        if not alive(worker):
+            break
+        time.sleep(0.05)
+    assert not alive(worker), f"worker {worker} outlived the server"
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state

@@ -104,8 +104,7 @@ def resumed(port: int, context: ssl.SSLContext) -> tuple[str | None, bool]:
             server_hostname="127.0.0.1",
             session=session,
         )
-        body = body_for("tools/call", {"name": "echo", "arguments": {"text": "resume"}})
-        body = body.encode() if isinstance(body, str) else body
+        body = body_for("tools/call", {"name": "echo", "arguments": {"text": "resume"}}).encode()
         headers = "".join(f"{k}: {v}\r\n" for k, v in headers_for("tools/call", "echo").items())
         sock.sendall(
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"

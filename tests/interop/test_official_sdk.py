@@ -16,87 +16,27 @@ Nothing here depends on which implementation serves `server_url`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
-
-import httpx2
 import pytest
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import (
-    INVALID_PARAMS,
-    CallToolRequestParams,
-    Implementation,
-    TextContent,
-    TextResourceContents,
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS, CallToolRequestParams, TextContent, TextResourceContents
+from tests.interop.peers import (
+    MODERN,
+    SIMPLE_PROMPT,
+    SIMPLE_PROMPT_TEXT,
+    STATIC_TEXT,
+    STATIC_TEXT_URI,
+    WireLog,
+    official_client,
+    texts,
 )
 
 pytestmark = pytest.mark.interop
 
-MODERN = "2026-07-28"
-CLIENT_INFO = Implementation(name="millimcp-interop", version="0.0.0")
-
-STATIC_TEXT_URI = "test://static-text"
-STATIC_TEXT = "This is the content of the static text resource."
-SIMPLE_PROMPT = "test_simple_prompt"
-SIMPLE_PROMPT_TEXT = "This is a simple prompt for testing."
-
 BIG = 2**70  # 1180591620717411303424: beyond int64/uint64 and beyond exact float64
 
 
-@dataclass
-class WireLog:
-    """What the official client put on the wire, and the response heads it got back."""
-
-    requests: list[tuple[dict[str, str], dict[str, Any]]] = field(default_factory=list)
-    responses: list[tuple[int, dict[str, str]]] = field(default_factory=list)
-    raw_bodies: list[bytes] = field(default_factory=list)
-
-    async def on_request(self, request: httpx2.Request) -> None:
-        body = request.content
-        self.raw_bodies.append(body)
-        self.requests.append((dict(request.headers), json.loads(body) if body else {}))
-
-    async def on_response(self, response: httpx2.Response) -> None:
-        self.responses.append((response.status_code, dict(response.headers)))
-
-
-@asynccontextmanager
-async def modern_client(
-    url: str, *, mode: str = MODERN, wire: WireLog | None = None
-) -> AsyncIterator[Client]:
-    """The official client, pinned to 2026-07-28 unless `mode` says otherwise.
-
-    `mode="2026-07-28"` adopts the version directly: no `server/discover` probe and
-    no `initialize`. `cache=None` so every call reaches the server (the SDK would
-    otherwise serve list/read results from its SEP-2549 cache when `ttlMs` allows).
-    Used as a context manager inside each test (not as an async fixture): the
-    client holds anyio task groups that must be entered and exited in one task.
-    """
-    async with AsyncExitStack() as stack:
-        target: Any = url
-        if wire is not None:
-            http_client = await stack.enter_async_context(
-                httpx2.AsyncClient(
-                    timeout=httpx2.Timeout(30.0),
-                    event_hooks={"request": [wire.on_request], "response": [wire.on_response]},
-                )
-            )
-            target = streamable_http_client(url, http_client=http_client)
-        yield await stack.enter_async_context(
-            Client(target, mode=mode, cache=None, client_info=CLIENT_INFO, read_timeout_seconds=30)
-        )
-
-
-def _texts(content: list[Any]) -> list[str]:
-    return [block.text for block in content if isinstance(block, TextContent)]
-
-
 async def test_client_speaks_2026_07_28(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         version = client.protocol_version
         handshake = client.session.initialize_result
         tools = await client.list_tools()
@@ -106,7 +46,7 @@ async def test_client_speaks_2026_07_28(server_url: str) -> None:
 
 
 async def test_list_tools(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         result = await client.list_tools()
     tools = {tool.name: tool for tool in result.tools}
     assert "echo" in tools
@@ -116,14 +56,14 @@ async def test_list_tools(server_url: str) -> None:
 
 
 async def test_call_echo(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         result = await client.call_tool("echo", {"text": "hello"})
     assert result.is_error is not True
-    assert _texts(result.content) == ["hello"]
+    assert texts(result.content) == ["hello"]
 
 
 async def test_read_static_resource(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         result = await client.read_resource(STATIC_TEXT_URI)
     assert len(result.contents) == 1
     contents = result.contents[0]
@@ -134,7 +74,7 @@ async def test_read_static_resource(server_url: str) -> None:
 
 
 async def test_list_prompts(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         result = await client.list_prompts()
     prompts = {prompt.name: prompt for prompt in result.prompts}
     assert SIMPLE_PROMPT in prompts
@@ -142,7 +82,7 @@ async def test_list_prompts(server_url: str) -> None:
 
 
 async def test_get_prompt(server_url: str) -> None:
-    async with modern_client(server_url) as client:
+    async with official_client(server_url) as client:
         result = await client.get_prompt(SIMPLE_PROMPT)
     assert len(result.messages) == 1
     message = result.messages[0]
@@ -158,11 +98,11 @@ async def test_auto_mode_negotiates_modern_via_discover(server_url: str) -> None
     (404, -32601, ...), so this is the test that catches a broken `server/discover`.
     """
     wire = WireLog()
-    async with modern_client(server_url, mode="auto", wire=wire) as client:
+    async with official_client(server_url, mode="auto", wire=wire) as client:
         version = client.protocol_version
         result = await client.call_tool("echo", {"text": "auto"})
     assert version == MODERN
-    assert _texts(result.content) == ["auto"]
+    assert texts(result.content) == ["auto"]
     methods = [body.get("method") for _, body in wire.requests]
     assert methods[0] == "server/discover"
     assert "initialize" not in methods
@@ -171,7 +111,7 @@ async def test_auto_mode_negotiates_modern_via_discover(server_url: str) -> None
 async def test_modern_wire_shape(server_url: str) -> None:
     """Every exchange is a self-contained POST; the server hands out no session."""
     wire = WireLog()
-    async with modern_client(server_url, wire=wire) as client:
+    async with official_client(server_url, wire=wire) as client:
         await client.list_tools()
         await client.call_tool("echo", {"text": "wire"})
         await client.read_resource(STATIC_TEXT_URI)
@@ -205,7 +145,7 @@ async def test_call_tool_with_integer_beyond_64_bits(server_url: str) -> None:
     if str(BIG) not in params.model_dump_json(by_alias=True):
         pytest.skip("the official SDK cannot serialize 2**70 as an exact JSON integer")
     error: MCPError | None = None
-    async with modern_client(server_url, wire=wire) as client:
+    async with official_client(server_url, wire=wire) as client:
         await client.list_tools()
         try:
             result = await client.call_tool("echo", {"text": BIG})
@@ -219,8 +159,8 @@ async def test_call_tool_with_integer_beyond_64_bits(server_url: str) -> None:
     elif result.is_error:
         assert result.content, "a tool error result should explain itself"
     else:
-        assert _texts(result.content) == [str(BIG)]
-    assert _texts(after.content) == ["after"]
+        assert texts(result.content) == [str(BIG)]
+    assert texts(after.content) == ["after"]
 
     literal = b'"text":' + str(BIG).encode()
     sent_exactly = any(literal in raw for raw in wire.raw_bodies)

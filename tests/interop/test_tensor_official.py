@@ -17,6 +17,7 @@ import pytest
 import safetensors.numpy
 from mcp import Client
 from mcp.types import BlobResourceContents, EmbeddedResource, Implementation
+from tests.interop.peers import MODERN, official_client, stdio_command
 
 from millimcp.tensor import EXTENSION, MEDIA_TYPE, encode_arguments
 
@@ -77,3 +78,21 @@ async def test_official_client_sees_tensor_schemas(tensor_url: str) -> None:
     assert schema["x-millimcp-tensor"] == {"library": "numpy"}
     assert tools["identity"].meta is not None
     assert tools["identity"].meta[EXTENSION]["result"] is True
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"], ids=["modern", "handshake"])
+async def test_over_stdio_and_in_the_handshake_era_tensors_travel_as_base64(mode: str) -> None:
+    x = np.arange(10, dtype=np.int16)
+    async with official_client(
+        stdio_command("tests.servers.tensor_server:server"), mode=mode
+    ) as client:
+        result = await client.call_tool("split", encode_arguments({"x": x}, raw=False)[0])
+    parts = tensors_of(result.content)
+    np.testing.assert_array_equal(parts["low"], x[:5])
+    np.testing.assert_array_equal(parts["high"], x[5:])
+
+
+async def test_handshake_era_over_http_gets_base64(tensor_url: str) -> None:
+    async with official_client(tensor_url, mode="legacy") as client:
+        result = await client.call_tool("scale", encode_arguments({"x": np.ones(3)}, False)[0])
+    np.testing.assert_array_equal(tensors_of(result.content)["result"], np.full(3, 2.0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,15 @@ def test_metrics_of_every_worker_are_aggregated(tmp_path: Path) -> None:
                 pids.add(reply["result"]["content"][0]["text"])
                 calls += 1
         assert len(pids) == 2
-        with httpx.Client(timeout=30) as client:
-            text = client.get(f"{url}/metrics").text
+        # Each worker flushes what it counted every 0.25 s (and the scraped one at once).
+        counted = 0.0
+        deadline = time.monotonic() + 5
+        while counted != calls and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with httpx.Client(timeout=30) as client:
+                found = families(client.get(f"{url}/metrics").text)
+            duration = found["millimcp_request_duration_seconds"]
+            counted = sample(duration, "_count", method="tools/call", target="whoami")
     finally:
         stop_server(process)
-    found = families(text)
-    duration = found["millimcp_request_duration_seconds"]
-    assert sample(duration, "_count", method="tools/call", target="whoami") == calls
+    assert counted == calls

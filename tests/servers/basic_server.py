@@ -125,6 +125,26 @@ async def touch(uri: str) -> str:
     return "touched"
 
 
+@server.tool()
+async def announce() -> str:
+    """Tells listeners (and handshake-era sessions) that the tool list changed."""
+    server.notify_list_changed("tools")
+    return "announced"
+
+
+@server.tool()
+async def tasks() -> int:
+    """How many asyncio tasks the server's event loop has (for leak checks)."""
+    return len(asyncio.all_tasks())
+
+
+@server.tool()
+def shout(text: str) -> str:
+    """Prints to stdout: over stdio that must not reach the protocol stream."""
+    print(f"SHOUT {text}")
+    return text.upper()
+
+
 for index in range(6):
 
     @server.tool(name=f"filler_{index}")

@@ -35,6 +35,13 @@ async def gated(tag: str, n: int) -> str:
 
 
 @server.tool()
+async def gated_load() -> list[int]:
+    """[running, waiting] calls of ``gated`` (test-only peek at the tool's limiter)."""
+    limiter = server._tool_limiters["gated"]
+    return [limiter.in_flight, limiter.queued]
+
+
+@server.tool()
 async def open_gate(tag: str) -> str:
     _gates[tag].set()
     return "open"

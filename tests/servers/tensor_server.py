@@ -6,7 +6,9 @@ Bodies up to 64 MiB so that base64 tensors of a few million floats fit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import numpy as np
 import torch
@@ -27,9 +29,22 @@ class Busy(torch.nn.Module):
 
 
 busy = Model(Busy, device="cpu", batching=Batching(max_batch_size=8))
-server = Server(
-    "tensor-test-server", config=ServerConfig(state_key=b"t" * 32), lifespan=busy.lifespan
-)
+narrow = Model(Busy, device="cpu", batching=Batching(max_batch_size=1, max_queue_size=1))
+
+
+@contextlib.asynccontextmanager
+async def lifespan(server: Server) -> AsyncIterator[None]:
+    async with busy.lifespan(), narrow.lifespan():
+        yield
+
+
+server = Server("tensor-test-server", config=ServerConfig(state_key=b"t" * 32), lifespan=lifespan)
+
+
+@server.tool()
+async def narrow_double(x: torch.Tensor) -> torch.Tensor:
+    """Like busy_double, on a model that queues at most one call."""
+    return await narrow(x)
 
 
 @server.tool()
@@ -63,6 +78,12 @@ async def scale(x: np.ndarray, factor: float = 2.0) -> np.ndarray:
 def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """A sync tool: runs on the thread pool."""
     return a + b
+
+
+@server.tool()
+async def mixed(a: torch.Tensor, x: np.ndarray) -> dict[str, str]:
+    """A torch and a numpy parameter fed from one attachment."""
+    return {"a": str(a.dtype), "x": str(x.dtype)}
 
 
 @server.tool()

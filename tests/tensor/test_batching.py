@@ -75,7 +75,7 @@ async def test_the_queue_is_bounded_and_refuses_at_once() -> None:
 
 
 async def test_queue_delay_waits_for_more_requests_and_zero_does_not() -> None:
-    for delay_ms, expected in ((200.0, [3]), (0.0, [1, 2])):
+    for delay_ms, expected in ((1000.0, [3]), (0.0, [1, 2])):
         gate = Gate()
         gate.open.set()
         batcher: DynamicBatcher[int, int] = DynamicBatcher(
@@ -218,6 +218,13 @@ async def test_worker_processes_each_load_the_model_and_share_the_batches() -> N
             assert torch.equal(y, x * 2 + 1)
         assert model.batcher is not None
         assert sum(model.batcher.batches.values()) < 24  # batched
+
+
+def test_worker_processes_need_an_importable_build() -> None:
+    with pytest.raises(ConfigurationError, match="module-level"):
+        Model(lambda: Affine(), workers=2)
+    with pytest.raises(ConfigurationError, match="workers"):
+        Model(build_affine, workers=-1)
 
 
 def test_auto_device_is_cpu_without_a_gpu() -> None:

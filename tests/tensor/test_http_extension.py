@@ -216,6 +216,7 @@ BAD_ARGUMENTS = {
     "bad base64": {"x": {"blob": "***"}},
     "forged document": {"x": {"blob": "AAAAAAAAAAA="}},
     "not an object": {"x": [1, 2, 3]},
+    "wrong mimeType": {"x": {"blob": "AAAAAAAAAAA=", "mimeType": "application/json"}},
 }
 
 
@@ -229,6 +230,20 @@ def test_bad_tensor_arguments_are_tool_errors(rpc: TensorRpc, arguments: dict[st
         rpc.call("echo", {"text": "still here"}, raw=False)[0]["result"]["content"][0]["text"]
         == "still here"
     )
+
+
+def test_a_bfloat16_attachment_for_a_numpy_parameter_is_a_tool_error(rpc: TensorRpc) -> None:
+    args, attachment = encode_arguments(
+        {"a": torch.ones(2, dtype=torch.bfloat16), "x": torch.ones(2, dtype=torch.bfloat16)}, True
+    )
+    for name, arguments in (("identity", {"x": args["x"]}), ("mixed", args)):
+        # decoded for numpy first (identity), or for torch first and then asked of numpy (mixed)
+        params = {"name": name, "arguments": arguments, "__attachment__": attachment}
+        result = rpc.post("tools/call", params, raw=True).json()["result"]
+        assert result["isError"] is True
+        assert "bfloat16" in result["content"][0]["text"]
+    reply, _, _ = rpc.call("mixed", {"a": torch.ones(1), "x": np.ones(1, np.int8)}, raw=True)
+    assert reply["result"]["structuredContent"] == {"a": "torch.float32", "x": "int8"}
 
 
 def test_a_forged_attachment_is_a_tool_error(rpc: TensorRpc) -> None:

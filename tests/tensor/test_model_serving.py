@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 import torch
+from tests.conftest import free_port, start_server, stop_server
 
-from conftest import free_port, start_server, stop_server
 from millimcp.codec.attachment import frame, split
 from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION, decode_result, encode_arguments
 
@@ -73,6 +73,44 @@ async def test_a_busy_model_does_not_delay_echo(tensor_url: str) -> None:
     assert result["content"][0]["text"] == "still fast"
     assert torch.equal(tensors["result"], torch.full((2, 2), 2.0))
     assert echo_s < 0.5  # generous: the model holds its thread for 1 s
+
+
+async def test_a_full_model_queue_refuses_at_once_with_503(tensor_url: str) -> None:
+    """One call runs, one waits (max_queue_size=1), the third is refused without waiting."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        running = asyncio.create_task(call(http, tensor_url, "narrow_double", {"x": torch.ones(1)}))
+        await asyncio.sleep(0.3)
+        queued = asyncio.create_task(call(http, tensor_url, "narrow_double", {"x": torch.ones(1)}))
+        await asyncio.sleep(0.3)
+        args, attachment = encode_arguments({"x": torch.ones(1)}, raw=True)
+        message = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "narrow_double", "arguments": args, "_meta": META},
+        }
+        assert attachment is not None
+        started = time.perf_counter()
+        response = await http.post(
+            tensor_url,
+            content=b"".join(frame(json.dumps(message).encode(), attachment)),
+            headers={
+                "Content-Type": ATTACHMENT_MEDIA_TYPE,
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "narrow_double",
+            },
+        )
+        refused_s = time.perf_counter() - started
+        for task in (running, queued):
+            _, tensors = await task
+            assert torch.equal(tensors["result"], torch.full((1,), 2.0))
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    error = response.json()["error"]
+    assert error["code"] == -32050
+    assert "queue is full" in error["message"]
+    assert refused_s < 0.5  # refused at once, not after the model frees up
 
 
 def load_example() -> Any:

@@ -20,6 +20,8 @@ EXPECTED_ALL = [
     "ProtocolError",
     "Server",
     "ServerConfig",
+    "SessionConfig",
+    "StdioConfig",
     "ToolError",
     "content",
 ]
@@ -48,6 +50,7 @@ def test_public_names_are_the_objects_from_their_rooms() -> None:
     assert millimcp.ServerConfig is server.ServerConfig
     assert millimcp.Context is session.Context
     assert millimcp.InputRequired is session.InputRequired
+    assert millimcp.SessionConfig is session.SessionConfig
     assert millimcp.HttpConfig is http.HttpConfig
     assert isinstance(millimcp.content, types.ModuleType)
     assert millimcp.content.__name__ == "millimcp.server.content"

@@ -50,10 +50,13 @@ async def test_fast_path_queue_then_refusal() -> None:
     limiter.release()  # the slot goes straight to the waiter
     await waiting
     assert (limiter.in_flight, limiter.queued) == (2, 0)
+    assert not limiter.try_acquire()
     limiter.release()
     limiter.release()
     assert limiter.in_flight == 0
     assert "in_flight=0/2" in repr(limiter)
+    assert limiter.try_acquire()
+    assert limiter.in_flight == 1
 
 
 async def test_waiters_are_served_in_order() -> None:

@@ -151,3 +151,40 @@ async def test_a_tool_limit_refuses_only_that_tool() -> None:
 async def test_no_limit_means_none() -> None:
     server, _, _ = gated_server(limit=None)
     assert server._limiter is None
+
+
+async def test_a_queued_call_whose_client_leaves_gives_its_place_back() -> None:
+    server, gate, running = gated_server(limit=ConcurrencyLimit(1, 1))
+    app = server.asgi()
+    first = asyncio.create_task(post(app, "tools/call", {"name": "held", "arguments": {"n": 1}}))
+    await until(lambda: running == [1])
+    scope, body = request("tools/call", {"name": "held", "arguments": {"n": 2}})
+    delivered = False
+
+    async def leaves() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(0.2)
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    limiter = server._limiter
+    assert limiter is not None
+    gone = asyncio.create_task(app(scope, leaves, send))
+    await until(lambda: limiter.queued == 1)
+    await asyncio.wait_for(gone, 10)  # the client left: the queued call was cancelled
+    assert sent == []  # nobody to answer
+    assert limiter.queued == 0
+    third = asyncio.create_task(post(app, "tools/call", {"name": "held", "arguments": {"n": 3}}))
+    await until(lambda: limiter.queued == 1)  # its place in the queue was free again
+    gate.set()
+    assert (await first)[0] == 200
+    assert (await third)[2]["result"]["content"][0]["text"] == "done 3"
+    assert running == [1, 3]
+    assert limiter.in_flight == 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from millimcp.observe.record import RequestRecord
@@ -53,52 +54,75 @@ class Listener:
 class TraceHook:
     """The registry of listeners; ``active`` is the one flag the hot path reads."""
 
-    __slots__ = ("active", "listeners")
+    __slots__ = ("_enders", "_starters", "active", "in_flight", "listeners")
 
     def __init__(self) -> None:
         self.active = False
         self.listeners: tuple[Listener, ...] = ()
+        self.in_flight = 0
+        """Requests begun and not yet ended (while tracing is on)."""
+        self._starters: tuple[Callable[[RequestRecord], None], ...] = ()
+        self._enders: tuple[Callable[[RequestRecord], None], ...] = ()
 
     def __repr__(self) -> str:
-        return f"<TraceHook listeners={len(self.listeners)}>"
+        return f"<TraceHook listeners={len(self.listeners)} in_flight={self.in_flight}>"
 
     def add(self, listener: Listener) -> None:
         if listener not in self.listeners:
-            self.listeners = (*self.listeners, listener)
-        self.active = True
+            self._set((*self.listeners, listener))
 
     def remove(self, listener: Listener) -> None:
-        self.listeners = tuple(item for item in self.listeners if item is not listener)
-        self.active = bool(self.listeners)
+        self._set(tuple(item for item in self.listeners if item is not listener))
+
+    def _set(self, listeners: tuple[Listener, ...]) -> None:
+        # Only the methods a listener overrides are called on the request path.
+        self.listeners = listeners
+        self._starters = tuple(
+            item.started for item in listeners if type(item).started is not Listener.started
+        )
+        self._enders = tuple(
+            item.ended for item in reversed(listeners) if type(item).ended is not Listener.ended
+        )
+        self.active = bool(listeners)
 
     def begin(
         self, t0: int, method: str, params: Any, request_id: Any, headers: Any
     ) -> RequestRecord:
         """Open the record of a request whose first byte was handled at ``t0``."""
-        target = getattr(params, "name", None) if method in _NAMED else None
+        now = clock()
         record = RequestRecord(
-            t0, method, target, request_id, getattr(params, "meta", None), headers
+            t0,
+            method,
+            params.name if method in _NAMED else None,
+            request_id,
+            getattr(params, "meta", None),
+            headers,
+            now,
+            now - t0,
         )
-        record.extra["token"] = _CURRENT.set(record)
-        for listener in self.listeners:
+        record.token = _CURRENT.set(record)
+        self.in_flight += 1
+        for started in self._starters:
             try:
-                listener.started(record)
+                started(record)
             except Exception:
-                log.exception("trace listener %r failed", listener)
+                log.exception("trace listener %r failed", started)
         return record
 
     def end(self, record: RequestRecord) -> None:
         """Close a record (idempotent): tell the listeners, forget the current record."""
-        token = record.extra.pop("token", None)
+        token = record.token
         if token is None:
             return
+        record.token = None
+        self.in_flight -= 1
         if record.total_ns == 0:
             record.sending()
-        for listener in reversed(self.listeners):
+        for ended in self._enders:
             try:
-                listener.ended(record)
+                ended(record)
             except Exception:
-                log.exception("trace listener %r failed", listener)
+                log.exception("trace listener %r failed", ended)
         try:
             _CURRENT.reset(token)
         except ValueError:  # ended from another context: nothing to restore there

@@ -16,8 +16,10 @@ Metrics (prometheus-client, extra ``metrics``):
   gauge ``millimcp_serialization_share`` (since start, per process);
 - ``millimcp_event_loop_lag_seconds``: histogram of timer oversleep (a busy loop).
 
-Stage times are summed in plain integers on the hot path and flushed into the counters by
-the lag probe (every 0.25 s) and at each scrape (S5.5: metrics off the critical path).
+The request path only appends the finished record to a list; the lag probe (every
+0.25 s), every 1024th request and each scrape flush the list into the metrics (S5.5:
+metrics off the critical path). In one process the latency histograms are counted in plain
+lists and exposed by a collector of our own.
 
 When ``PROMETHEUS_MULTIPROC_DIR`` is set (``millimcp serve --workers N``), prometheus-client's
 multi-process mode aggregates every worker at scrape time.
@@ -25,6 +27,8 @@ multi-process mode aggregates every worker at scrape time.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
@@ -57,21 +61,63 @@ def _client() -> Any:
     return prometheus_client
 
 
+class _Durations:
+    """Per-(method, target) latency histograms counted in plain lists (single process)."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = [int(b * 1e9) for b in bounds]
+        self.labels = [str(b) for b in bounds] + ["+Inf"]
+        self.series: dict[tuple[str, str], list[int]] = {}
+        """key -> [count per bucket..., +Inf bucket, sum_ns]."""
+
+    def add(self, key: tuple[str, str], ns: int) -> None:
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = [0] * (len(self.bounds) + 2)
+        series[bisect.bisect_left(self.bounds, ns)] += 1
+        series[-1] += ns
+
+    def collect(self) -> Any:
+        from prometheus_client.core import HistogramMetricFamily
+
+        family = HistogramMetricFamily(
+            "millimcp_request_duration_seconds",
+            "Time from the first byte handled to the response, per method and tool.",
+            labels=["method", "target"],
+        )
+        for key, series in self.series.items():
+            cumulative, buckets = 0, []
+            for label, count in zip(self.labels, series[:-1], strict=True):
+                cumulative += count
+                buckets.append((label, cumulative))
+            family.add_metric(list(key), buckets, series[-1] / 1e9)
+        yield family
+
+
 class PrometheusListener(Listener):
-    """Feeds the metrics above from the trace hook. One per process: see :func:`install`."""
+    """Feeds the metrics above from the trace hook. One per process: see :func:`install`.
+
+    The request path only counts and appends the record to a list; :meth:`flush` (every
+    0.25 s from the lag probe, every 1024 requests, and at each scrape) does the rest.
+    """
 
     def __init__(self) -> None:
         prom = _client()
         self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
         self.registry = None if self.multiprocess else prom.CollectorRegistry()
         reg = self.registry
-        self.duration = prom.Histogram(
-            "millimcp_request_duration_seconds",
-            "Time from the first byte handled to the response, per method and tool.",
-            ["method", "target"],
-            buckets=_LATENCY_BUCKETS,
-            registry=reg,
-        )
+        if reg is None:
+            self.duration: Any = prom.Histogram(
+                "millimcp_request_duration_seconds",
+                "Time from the first byte handled to the response, per method and tool.",
+                ["method", "target"],
+                buckets=_LATENCY_BUCKETS,
+            )
+            self._durations: _Durations | None = None
+        else:
+            self.duration = None
+            self._durations = _Durations(_LATENCY_BUCKETS)
+            reg.register(self._durations)
         self.in_flight = prom.Gauge(
             "millimcp_requests_in_flight",
             "Requests being handled.",
@@ -121,51 +167,26 @@ class PrometheusListener(Listener):
             registry=reg,
         )
         self._stage_children = {stage: self.stage_seconds.labels(stage) for stage in STAGES}
-        self._durations: dict[tuple[str, str], Any] = {}
-        self._pending = dict.fromkeys(STAGES, 0)
+        self._pending: list[RequestRecord] = []
+        self._events: dict[tuple[str, tuple[str, ...]], float] = {}
         self._sums = dict.fromkeys(STAGES, 0)
         self.probe = LagProbe(self._lagged)
 
     def __repr__(self) -> str:
         mode = "multiprocess" if self.multiprocess else "single process"
-        return f"<PrometheusListener {mode}>"
+        return f"<PrometheusListener {mode} pending={len(self._pending)}>"
 
-    # -- the trace hook ----------------------------------------------------------------------
-
-    def started(self, record: RequestRecord) -> None:
-        self.in_flight.inc()
-        if not self.probe.running:
-            self.probe.ensure_running()
+    # -- the trace hook (the request path: count and append only) ----------------------------
 
     def ended(self, record: RequestRecord) -> None:
-        self.in_flight.dec()
-        key = (record.method, record.target or "")
-        child = self._durations.get(key)
-        if child is None:
-            child = self._durations[key] = self.duration.labels(*key)
-        child.observe(record.total_ns / 1e9)
         pending = self._pending
-        pending["decode"] += record.decode_ns
-        pending["validate"] += record.validate_ns
-        pending["cache"] += record.cache_ns
-        pending["handler"] += record.handler_ns
-        pending["encode"] += record.encode_ns
-        pending["compress"] += record.compress_ns
-        status = record.status
-        if status >= 400:
-            self.errors.labels(record.method, key[1], str(status)).inc()
-            if status == 503:
-                self.rejected.labels("503").inc()
-        elif record.tool_error:
-            self.errors.labels(record.method, key[1], "tool_error").inc()
+        pending.append(record)
+        if len(pending) >= 1024:
+            self.flush()
 
     def event(self, name: str, labels: tuple[str, ...], value: float) -> None:
-        if name == "cache":
-            self.cache.labels(*labels).inc(value)
-        elif name == "cache_fallback":
-            self.fallbacks.labels(*labels).inc(value)
-        elif name == "rejected":
-            self.rejected.labels(*labels).inc(value)
+        key = (name, labels)
+        self._events[key] = self._events.get(key, 0.0) + value
 
     # -- periodic work -------------------------------------------------------------------------
 
@@ -174,15 +195,43 @@ class PrometheusListener(Listener):
         self.flush()
 
     def flush(self) -> None:
-        """Move the stage times summed since the last flush into the counters."""
-        pending = self._pending
-        if not any(pending.values()):
+        """Move what the request path gathered since the last flush into the metrics."""
+        records, self._pending = self._pending, []
+        events, self._events = self._events, {}
+        if not self.probe.running:
+            with contextlib.suppress(RuntimeError):  # no running loop: the next flush
+                self.probe.ensure_running()
+        self.in_flight.set(TRACE.in_flight)
+        for (name, labels), value in events.items():
+            metric = _EVENT_METRICS.get(name)
+            if metric is not None:
+                getattr(self, metric).labels(*labels).inc(value)
+        if not records:
             return
-        for stage, ns in pending.items():
+        stages = dict.fromkeys(STAGES, 0)
+        durations = self._durations
+        for r in records:
+            key = (r.method, r.target or "")
+            if durations is not None:
+                durations.add(key, r.total_ns)
+            else:
+                self.duration.labels(*key).observe(r.total_ns / 1e9)
+            stages["decode"] += r.decode_ns
+            stages["validate"] += r.validate_ns
+            stages["cache"] += r.cache_ns
+            stages["handler"] += r.handler_ns
+            stages["encode"] += r.encode_ns
+            stages["compress"] += r.compress_ns
+            if r.status >= 400:
+                self.errors.labels(r.method, key[1], str(r.status)).inc()
+                if r.status == 503:
+                    self.rejected.labels("503").inc()
+            elif r.tool_error:
+                self.errors.labels(r.method, key[1], "tool_error").inc()
+        for stage, ns in stages.items():
             if ns:
                 self._stage_children[stage].inc(ns / 1e9)
                 self._sums[stage] += ns
-                pending[stage] = 0
         total = sum(self._sums.values())
         if total:
             self.serialization_share.set(sum(self._sums[s] for s in _SERIALIZATION) / total)
@@ -198,6 +247,9 @@ class PrometheusListener(Listener):
             registry = prom.CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
+
+
+_EVENT_METRICS: Final = {"cache": "cache", "cache_fallback": "fallbacks", "rejected": "rejected"}
 
 
 _installed: PrometheusListener | None = None
@@ -241,7 +293,9 @@ class MetricsApp:
     def _watch_shutdown(self, receive: Receive) -> Receive:
         async def watched() -> MutableMapping[str, Any]:
             message = await receive()
-            if message["type"] == "lifespan.shutdown":
+            if message["type"] == "lifespan.startup":
+                self.metrics.probe.ensure_running()
+            elif message["type"] == "lifespan.shutdown":
                 self.metrics.probe.stop()
             return message
 

@@ -12,69 +12,49 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
+import msgspec
+
 __all__ = ["STAGES", "RequestRecord"]
 
 STAGES: Final = ("decode", "validate", "cache", "handler", "encode", "compress")
 
 _clock: Final = time.perf_counter_ns
+_TIMING: Final = (
+    b"decode;dur=%.3f, validate;dur=%.3f, cache;dur=%.3f%s, handler;dur=%.3f, "
+    b"encode;dur=%.3f, compress;dur=%.3f, total;dur=%.3f"
+)
 
 
-class RequestRecord:
-    """Timestamps and facts of one request; filled by the dispatcher, tools and cache."""
+class RequestRecord(msgspec.Struct, eq=False):
+    """Timestamps (``perf_counter_ns``) and facts of one request; filled by the dispatcher,
+    tools and the cache. A struct: one is built per traced request, in C."""
 
-    __slots__ = (
-        "_mark",
-        "cache_ns",
-        "cache_outcome",
-        "compress_ns",
-        "decode_ns",
-        "encode_ns",
-        "error_code",
-        "error_type",
-        "extra",
-        "handler_ns",
-        "handler_start",
-        "headers",
-        "meta",
-        "method",
-        "request_id",
-        "status",
-        "t0",
-        "target",
-        "tool_error",
-        "total_ns",
-        "validate_ns",
-    )
-
-    def __init__(
-        self, t0: int, method: str, target: str | None, request_id: Any, meta: Any, headers: Any
-    ) -> None:
-        now = _clock()
-        self.t0 = t0
-        self.method = method
-        self.target = target
-        """The tool or prompt name (low cardinality); None for other methods."""
-        self.request_id = request_id
-        self.meta = meta
-        """The request ``_meta`` (protocol version, ``traceparent``...), or None."""
-        self.headers = headers
-        """The transport's ``McpHeaders`` (None off HTTP)."""
-        self.decode_ns = now - t0
-        self.handler_start = now
-        self.validate_ns = 0
-        self.cache_ns = 0
-        self.cache_outcome: str | None = None
-        self.handler_ns = 0
-        self.encode_ns = 0
-        self.compress_ns = 0
-        self.total_ns = 0
-        self.status = 200
-        self.error_type: str | None = None
-        self.error_code: int | None = None
-        self.tool_error = False
-        self.extra: dict[str, Any] = {}
-        """Room for listeners' own per-request state (an OpenTelemetry span...)."""
-        self._mark = now
+    t0: int
+    """When the first byte was handled."""
+    method: str
+    target: str | None
+    """The tool or prompt name (low cardinality); None for other methods."""
+    request_id: Any
+    meta: Any
+    """The request ``_meta`` (protocol version, ``traceparent``...), or None."""
+    headers: Any
+    """The transport's ``McpHeaders`` (None off HTTP)."""
+    handler_start: int
+    decode_ns: int = 0
+    validate_ns: int = 0
+    cache_ns: int = 0
+    cache_outcome: str | None = None
+    handler_ns: int = 0
+    encode_ns: int = 0
+    compress_ns: int = 0
+    total_ns: int = 0
+    status: int = 200
+    tool_error: bool = False
+    token: Any = None
+    """The hook's context-variable token while the request runs."""
+    extra: dict[str, Any] | None = None
+    """Room for listeners' own per-request state (an OpenTelemetry span...)."""
+    _mark: int = 0
 
     def __repr__(self) -> str:
         return f"<RequestRecord {self.method} {self.target or ''} id={self.request_id!r}>"
@@ -87,7 +67,7 @@ class RequestRecord:
 
     def encoded(self, status: int) -> None:
         """The response body is encoded."""
-        if self._mark == self.handler_start:  # the handler raised: handled() was skipped
+        if self._mark == 0:  # the handler raised: handled() was skipped
             self.handled()
         now = _clock()
         self.encode_ns = now - self._mark
@@ -97,6 +77,8 @@ class RequestRecord:
     def sending(self) -> None:
         """The transport is about to send the response headers; the request is timed."""
         now = _clock()
+        if self._mark == 0:
+            self._mark = now
         self.compress_ns = now - self._mark
         self.total_ns = now - self.t0
 
@@ -113,8 +95,14 @@ class RequestRecord:
 
     def server_timing(self) -> bytes:
         """The ``Server-Timing`` header value: every stage and the total, in milliseconds."""
-        parts = [f"{name};dur={ns / 1e6:.3f}" for name, ns in self.stages().items()]
-        if self.cache_outcome is not None:
-            parts[2] += f';desc="{self.cache_outcome}"'
-        parts.append(f"total;dur={self.total_ns / 1e6:.3f}")
-        return ", ".join(parts).encode("ascii")
+        outcome = self.cache_outcome
+        return _TIMING % (
+            self.decode_ns / 1e6,
+            self.validate_ns / 1e6,
+            self.cache_ns / 1e6,
+            b"" if outcome is None else b';desc="%s"' % outcome.encode(),
+            self.handler_ns / 1e6,
+            self.encode_ns / 1e6,
+            self.compress_ns / 1e6,
+            self.total_ns / 1e6,
+        )

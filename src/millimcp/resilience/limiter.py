@@ -61,12 +61,13 @@ class InFlightLimiter:
     straight to the oldest waiter. Use one limiter per event loop.
     """
 
-    __slots__ = ("_waiters", "in_flight", "limit", "name")
+    __slots__ = ("_max", "_waiters", "in_flight", "limit", "name")
 
     def __init__(self, limit: ConcurrencyLimit, name: str = "server") -> None:
         self.limit = limit
         self.name = name
         self.in_flight = 0
+        self._max = limit.max_in_flight
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def __repr__(self) -> str:
@@ -79,10 +80,16 @@ class InFlightLimiter:
     def queued(self) -> int:
         return len(self._waiters)
 
+    def try_acquire(self) -> bool:
+        """Take a free slot without waiting (no coroutine: the hot path); False if none."""
+        if self.in_flight < self._max and not self._waiters:
+            self.in_flight += 1
+            return True
+        return False
+
     async def acquire(self) -> None:
         """Take a slot, waiting in the queue if needed; :class:`Overloaded` when it is full."""
-        if self.in_flight < self.limit.max_in_flight and not self._waiters:
-            self.in_flight += 1
+        if self.try_acquire():
             return
         if len(self._waiters) >= self.limit.max_queued:
             raise Overloaded(

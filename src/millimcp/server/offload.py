@@ -23,7 +23,13 @@ from typing import Any
 
 from millimcp.errors import ConfigurationError
 
-__all__ = ["check_process_safe", "new_process_pool", "run_in_process", "run_sync"]
+__all__ = [
+    "check_process_safe",
+    "new_process_pool",
+    "run_in_process",
+    "run_sync",
+    "stop_process_pool",
+]
 
 
 def run_sync(
@@ -56,3 +62,21 @@ def new_process_pool(workers: int) -> ProcessPoolExecutor:
     methods = multiprocessing.get_all_start_methods()
     method = "forkserver" if "forkserver" in methods else "spawn"
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
+
+
+def stop_process_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop the pool and its workers now, without waiting for calls still running.
+
+    ``shutdown(wait=False)`` alone leaves the workers to be told at interpreter exit, which
+    never comes when the HTTP server ends the process by re-raising SIGTERM (uvicorn does):
+    the workers, and the forkserver they keep alive, would be orphaned. By the time the
+    lifespan ends, requests are finished; a call still running here was abandoned (timed out).
+    """
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+: shuts down too
+    if terminate is not None:
+        terminate()
+        return
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()

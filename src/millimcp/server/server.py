@@ -55,7 +55,7 @@ from millimcp.protocol.types import (
 )
 from millimcp.resilience import ConcurrencyLimit, InFlightLimiter
 from millimcp.server.config import ServerConfig
-from millimcp.server.offload import new_process_pool
+from millimcp.server.offload import new_process_pool, stop_process_pool
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
@@ -450,7 +450,7 @@ class Server:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         if self._processes is not None:
-            self._processes.shutdown(wait=False, cancel_futures=True)
+            stop_process_pool(self._processes)
             self._processes = None
 
     @property
@@ -484,7 +484,8 @@ class Server:
             return handler
 
         async def limited(params: Any, ctx: Context) -> Any:
-            await limiter.acquire()
+            if not limiter.try_acquire():
+                await limiter.acquire()
             try:
                 return await handler(params, ctx)
             finally:
@@ -563,11 +564,11 @@ class Server:
         # Backpressure: the tool's own limit first (a call queued for a busy tool holds no
         # server slot), then the server's.
         tool_limiter = self._tool_limiters.get(params.name) if self._tool_limiters else None
-        if tool_limiter is not None:
+        if tool_limiter is not None and not tool_limiter.try_acquire():
             await tool_limiter.acquire()
         try:
             limiter = self._limiter
-            if limiter is not None:
+            if limiter is not None and not limiter.try_acquire():
                 await limiter.acquire()
             try:
                 pool = self.processes if entry.process else (self._executor or self.executor)

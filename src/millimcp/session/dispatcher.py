@@ -42,6 +42,7 @@ from millimcp.errors import (
 from millimcp.observe import TRACE, clock
 from millimcp.protocol import (
     LEGACY_ONLY,
+    LEGACY_VERSIONS,
     METHODS,
     MODERN_VERSIONS,
     McpHeaders,
@@ -287,7 +288,11 @@ class Dispatcher:
             result = await handler(params, ctx)
             if record is not None:  # observe: the handler is done, encoding starts
                 record.handled()
-            return 200, encode_result(request_id, result), None
+            data = encode_result(request_id, result)
+            meta = ctx.meta
+            if meta is not None and meta.protocol_version in _HANDSHAKE_VERSIONS:
+                data = _without_result_type(data)
+            return 200, data, None
         except InputRequired as need:
             if input_required and ctx.session is None:
                 result = self._input_required(need, params, ctx)
@@ -327,6 +332,22 @@ class Dispatcher:
         return InputRequiredResult(
             input_requests=need.requests, request_state=self.sealer.seal(state)
         )
+
+
+_HANDSHAKE_VERSIONS: Final = frozenset(LEGACY_VERSIONS)
+_RESULT_TYPE: Final = b'"result":{"resultType":"complete",'
+
+
+def _without_result_type(data: bytes) -> bytes:
+    """Drop ``resultType`` from a reply to a handshake-era client, which does not know it.
+
+    It is the results' struct tag, so msgspec always writes it first: it is found within
+    the first bytes of the reply or not at all.
+    """
+    at = data.find(_RESULT_TYPE, 0, 256)
+    if at < 0:
+        return data
+    return data[:at] + b'"result":{' + data[at + len(_RESULT_TYPE) :]
 
 
 def check_modern_meta(meta: RequestMeta | None) -> None:

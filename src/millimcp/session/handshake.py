@@ -203,6 +203,8 @@ class HandshakeHttp:
             return
         finally:
             sweeper.leave(exchange)
+            if exchange.streaming:
+                exchange.stop_keepalive()
             if session is not None:
                 session.running.pop(request_id, None)
                 session.cancelled.discard(request_id)
@@ -210,7 +212,6 @@ class HandshakeHttp:
         if record is not None:  # observe: the encode stage ends
             record.encoded(status)
         if reply is not None and reply.stream is not None:
-            exchange.stop_keepalive()
             stream = reply.stream
             seq = stream.push(data)
             stream.close()

@@ -38,6 +38,9 @@ from millimcp.protocol.types import (
 
 __all__ = ["EventStream", "Session", "SessionConfig", "SessionStore"]
 
+_now = time.monotonic
+"""The sessions' clock (module-level so that a test can move it forward)."""
+
 Send = Callable[[bytes], Awaitable[None]]
 """Writes one message where the client will read it (an SSE stream, a stdio line)."""
 
@@ -124,7 +127,7 @@ class Session:
         self.subscriptions: set[str] = set()
         self.initialized = False
         self.closed = False
-        self.last_seen = time.monotonic()
+        self.last_seen = _now()
         self.running: dict[RequestId, asyncio.Task[Any]] = {}
         self.cancelled: set[RequestId] = set()
         self.pending: dict[int, asyncio.Future[msgspec.Raw]] = {}
@@ -169,7 +172,7 @@ class Session:
         self._meta = self._base_meta()
 
     def touch(self) -> None:
-        self.last_seen = time.monotonic()
+        self.last_seen = _now()
 
     # -- streams (HTTP) -----------------------------------------------------------------
 
@@ -317,7 +320,7 @@ class SessionStore:
         session = self._sessions.get(session_id)
         if session is None or session.closed:
             raise SessionNotFound("Session not found")
-        session.last_seen = time.monotonic()
+        session.last_seen = _now()
         return session
 
     def end(self, session_id: str) -> None:
@@ -328,7 +331,7 @@ class SessionStore:
 
     def reap(self) -> int:
         """End sessions idle for longer than the timeout; returns how many ended."""
-        deadline = time.monotonic() - self.config.idle_timeout_s
+        deadline = _now() - self.config.idle_timeout_s
         idle = [
             key
             for key, session in self._sessions.items()

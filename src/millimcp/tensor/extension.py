@@ -136,7 +136,10 @@ def _as_kind(value: Any, kind: Kind) -> Any:
     if kind_of(value) == kind:
         return value
     if kind == "numpy":
-        return value.numpy()
+        try:
+            return value.numpy()
+        except TypeError:  # bfloat16
+            raise TensorFormatError(f"a {value.dtype} tensor has no numpy form") from None
     from millimcp.tensor._imports import load_torch
 
     return load_torch().from_numpy(value)
@@ -166,6 +169,8 @@ class TensorParam:
 
 
 def _decode_value(value: TensorValue, kind: Kind, attachment: RequestAttachment) -> Any:
+    if value.mime_type is not None and value.mime_type != MEDIA_TYPE:
+        raise TensorFormatError(f"a tensor argument's mimeType is {MEDIA_TYPE}")
     if value.uri is not None:
         if value.blob is not None or not value.uri.startswith(CID):
             raise TensorFormatError("a tensor argument has either 'blob' or a 'uri' cid:<name>")
@@ -228,6 +233,7 @@ def encode_result(value: Any, raw: bool) -> tuple[list[ContentBlock], list[Any] 
     tensors: Mapping[str, Any] = value if isinstance(value, dict) else {RESULT_NAME: value}
     if raw:
         packed = pack(tensors)
+        entries = {e.name: e for e in packed.entries}
         links: list[ContentBlock] = [
             ResourceLink(
                 uri=CID + e.name,
@@ -236,7 +242,7 @@ def encode_result(value: Any, raw: bool) -> tuple[list[ContentBlock], list[Any] 
                 size=e.end - e.begin,
                 meta=_describe(e.name, e.dtype, e.shape),
             )
-            for e in sorted(packed.entries, key=lambda e: list(tensors).index(e.name))
+            for e in (entries[name] for name in tensors)  # in the tool's order
         ]
         return links, packed.parts
     blocks: list[ContentBlock] = []

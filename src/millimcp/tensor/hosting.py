@@ -71,6 +71,10 @@ class Model:
     ) -> None:
         if workers < 0:
             raise ConfigurationError("workers must be 0 (a thread) or a number of processes")
+        if workers and "<" in getattr(build, "__qualname__", "<"):
+            raise ConfigurationError(
+                f"{build!r}: worker processes import build by name: use a module-level function"
+            )
         self.build = build
         self.requested_device = device
         self.batching = batching
