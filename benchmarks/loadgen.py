@@ -141,13 +141,17 @@ class _State:
         "latencies",
         "marker",
         "measuring",
+        "next_request",
         "ok",
         "request",
         "running",
     )
 
-    def __init__(self, request: bytes, marker: bytes) -> None:
+    def __init__(
+        self, request: bytes, marker: bytes, next_request: Callable[[], bytes] | None = None
+    ) -> None:
         self.request = request
+        self.next_request = next_request
         self.marker = marker
         self.running = True
         self.measuring = False
@@ -194,8 +198,10 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         self.pending = True
         self.state.in_flight += 1
+        next_request = self.state.next_request
+        request = self.state.request if next_request is None else next_request()
         self.t0 = time.perf_counter_ns()
-        self.transport.write(self.state.request)
+        self.transport.write(request)
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter_ns()
@@ -250,13 +256,16 @@ async def run_load(
     warmup_s: float,
     duration_s: float,
     sample: Callable[[], dict[str, float]],
+    next_request: Callable[[], bytes] | None = None,
 ) -> LoadResult:
     """Drive ``connections`` closed-loop connections: ``warmup_s`` unmeasured, then ``duration_s``.
 
     ``sample`` (e.g. the server's CPU counters) is called at both edges of the measured window.
+    ``next_request``, when given, makes each request's bytes instead of resending ``request``
+    (e.g. a fresh JSON-RPC id per call, as a session requires).
     """
     loop = asyncio.get_running_loop()
-    state = _State(request, marker)
+    state = _State(request, marker, next_request)
     conns: list[_Connection] = []
     for _ in range(connections):
         _, proto = await loop.create_connection(lambda: _Connection(state), host, port)

@@ -2,7 +2,8 @@
 spans (SDK tracer provider, batch processor, an exporter that drops what it gets) and the
 OpenTelemetry duration metric (SDK meter provider). The same ``echo`` tool.
 
-``BENCH_OTEL_SAMPLE`` (0..1, default 1) samples that share of traces.
+``BENCH_OTEL_SAMPLE`` (0..1, default 1) samples that share of traces;
+``BENCH_OTEL_METRICS=0`` leaves out the OpenTelemetry duration metric.
 """
 
 import os
@@ -26,7 +27,11 @@ provider = TracerProvider(
     sampler=ParentBased(TraceIdRatioBased(float(os.environ.get("BENCH_OTEL_SAMPLE", "1"))))
 )
 provider.add_span_processor(BatchSpanProcessor(Drop()))
-otel.install(tracer_provider=provider, meter_provider=MeterProvider())
+otel.install(
+    tracer_provider=provider,
+    meter_provider=MeterProvider(),
+    metrics=os.environ.get("BENCH_OTEL_METRICS", "1") == "1",
+)
 
 server = Server(
     "bench",

@@ -11,7 +11,8 @@
   ERROR. Our own: ``millimcp.cache`` (the cache outcome). The ``network.*`` attributes are
   left to the HTTP server's instrumentation (each attribute costs the SDK ~1 us a span).
 - Metric ``mcp.server.operation.duration`` (seconds, histogram) with the low-cardinality
-  attributes.
+  attributes, when asked for (``install(meter_provider=...)`` or ``metrics=True``): the
+  SDK's histogram costs about as much as a span, and Prometheus has the same figure.
 
 The span is current while the handler runs, so :func:`millimcp.observe.downstream` makes
 the downstream calls its children. Needs ``opentelemetry-api`` (extra ``otel``); spans go
@@ -52,7 +53,9 @@ def _api() -> Any:
 class OpenTelemetryListener(Listener):
     """Spans and the duration metric from the trace hook; also the propagation bridge."""
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    def __init__(
+        self, tracer_provider: Any = None, meter_provider: Any = None, metrics: bool | None = None
+    ) -> None:
         otel = _api()
         self._otel = otel
         self._trace = otel.trace
@@ -62,6 +65,9 @@ class OpenTelemetryListener(Listener):
         self._client = otel.trace.SpanKind.CLIENT
         self._error = otel.trace.Status(otel.trace.StatusCode.ERROR)
         self.tracer = otel.trace.get_tracer("millimcp", tracer_provider=tracer_provider)
+        self.metrics = meter_provider is not None if metrics is None else metrics
+        """Record ``mcp.server.operation.duration`` (the SDK's histogram costs about as
+        much as a span: off unless a meter provider is given or ``metrics=True``)."""
         meter = otel.metrics.get_meter("millimcp", meter_provider=meter_provider)
         self.duration = meter.create_histogram(
             "mcp.server.operation.duration",
@@ -130,7 +136,8 @@ class OpenTelemetryListener(Listener):
             span.set_attribute("millimcp.cache", record.cache_outcome)
         span.end()
         self._context.detach(token)  # (logs, never raises, if ended in another context)
-        self.duration.record(record.total_ns / 1e9, attributes)
+        if self.metrics:
+            self.duration.record(record.total_ns / 1e9, attributes)
 
     # -- the propagation bridge (millimcp.observe.propagate) ---------------------------------
 
@@ -158,15 +165,20 @@ def _session_id(headers: Any) -> str | None:
 _installed: OpenTelemetryListener | None = None
 
 
-def install(tracer_provider: Any = None, meter_provider: Any = None) -> OpenTelemetryListener:
+def install(
+    tracer_provider: Any = None, meter_provider: Any = None, *, metrics: bool | None = None
+) -> OpenTelemetryListener:
     """Trace requests with OpenTelemetry (once per process; later calls return the same
-    listener unless providers are given, which replace it)."""
+    listener unless arguments are given, which replace it). ``metrics`` records
+    ``mcp.server.operation.duration`` too (default: when ``meter_provider`` is given; the
+    global meter provider is used with ``metrics=True``)."""
     global _installed
-    if _installed is not None and tracer_provider is None and meter_provider is None:
+    unchanged = tracer_provider is None and meter_provider is None
+    if _installed is not None and unchanged and metrics in (None, _installed.metrics):
         return _installed
     if _installed is not None:
         uninstall()
-    _installed = OpenTelemetryListener(tracer_provider, meter_provider)
+    _installed = OpenTelemetryListener(tracer_provider, meter_provider, metrics)
     TRACE.add(_installed)
     propagate.set_bridge(_installed)
     return _installed

@@ -279,13 +279,17 @@ class MetricsApp:
         return getattr(self.app, name)  # the wrapped app's handler, config...
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in (
-            self.path,
-            scope.get("root_path", "") + self.path,
-        ):
-            await self._serve(scope, send)
+        kind = scope["type"]
+        if kind == "http":
+            path = scope["path"]
+            if path == self.path or (
+                path.endswith(self.path) and path == scope.get("root_path", "") + self.path
+            ):
+                await self._serve(scope, send)
+                return
+            await self.app(scope, receive, send)
             return
-        if scope["type"] == "lifespan":
+        if kind == "lifespan":
             await self.app(scope, self._watch_shutdown(receive), send)
             return
         await self.app(scope, receive, send)
