@@ -48,7 +48,7 @@ async def test_server_timing_has_every_stage_and_they_add_up() -> None:
     assert list(timing) == [*STAGES, "total"]
     stages = sum(timing[name][0] for name in STAGES)
     total = timing["total"][0]
-    # Every stage is printed rounded to 1 us: the sum may differ from the total by that.
+    # Every stage is printed truncated to 1 us: the sum may differ from the total by that.
     assert abs(stages - total) <= 0.001 * len(STAGES)
     assert timing["handler"][0] >= 29.0
     assert timing["handler"][0] <= total
@@ -66,7 +66,7 @@ async def test_the_cache_stage_tells_a_miss_from_a_hit() -> None:
     assert miss_timing["cache"][1] == "miss"
     assert miss_timing["handler"][0] >= 19.0
     assert hit_timing["cache"][1] == "hit-l1"
-    assert hit_timing["handler"][0] < 5.0
+    assert hit_timing["handler"][0] < 19.0  # the tool (a 20 ms sleep) did not run
     assert hit_timing["total"][0] < miss_timing["total"][0]
 
 

@@ -89,7 +89,6 @@ class TraceHook:
         self, t0: int, method: str, params: Any, request_id: Any, headers: Any
     ) -> RequestRecord:
         """Open the record of a request whose first byte was handled at ``t0``."""
-        now = clock()
         record = RequestRecord(
             t0,
             method,
@@ -97,16 +96,16 @@ class TraceHook:
             request_id,
             getattr(params, "meta", None),
             headers,
-            now,
-            now - t0,
+            clock(),
         )
         record.token = _CURRENT.set(record)
         self.in_flight += 1
-        for started in self._starters:
-            try:
-                started(record)
-            except Exception:
-                log.exception("trace listener %r failed", started)
+        if self._starters:
+            for started in self._starters:
+                try:
+                    started(record)
+                except Exception:
+                    log.exception("trace listener %r failed", started)
         return record
 
     def end(self, record: RequestRecord) -> None:
@@ -116,8 +115,8 @@ class TraceHook:
             return
         record.token = None
         self.in_flight -= 1
-        if record.total_ns == 0:
-            record.sending()
+        if not (record.handled_at and record.encoded_at and record.sent_at):
+            record.settle()  # ended early: an exception, a disconnect, a stream
         for ended in self._enders:
             try:
                 ended(record)

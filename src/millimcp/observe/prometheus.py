@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
+import operator
 import os
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
+from itertools import repeat
 from typing import Any, Final
 
 from millimcp.errors import ConfigurationError
@@ -70,12 +74,15 @@ class _Durations:
         self.series: dict[tuple[str, str], list[int]] = {}
         """key -> [count per bucket..., +Inf bucket, sum_ns]."""
 
-    def add(self, key: tuple[str, str], ns: int) -> None:
+    def add_many(self, key: tuple[str, str], durations: list[int]) -> None:
+        """Count a batch of durations (nanoseconds) of one series."""
         series = self.series.get(key)
         if series is None:
             series = self.series[key] = [0] * (len(self.bounds) + 2)
-        series[bisect.bisect_left(self.bounds, ns)] += 1
-        series[-1] += ns
+        bounds = self.bounds
+        for bucket, count in Counter(map(bisect.bisect_left, repeat(bounds), durations)).items():
+            series[bucket] += count
+        series[-1] += sum(durations)
 
     def collect(self) -> Any:
         from prometheus_client.core import HistogramMetricFamily
@@ -208,28 +215,44 @@ class PrometheusListener(Listener):
                 getattr(self, metric).labels(*labels).inc(value)
         if not records:
             return
-        stages = dict.fromkeys(STAGES, 0)
+        # Aggregated in C (sums and counters over attrgetter maps): the request path only
+        # stored timestamps, and a stage's total is a difference of timestamp sums.
         durations = self._durations
-        for r in records:
-            key = (r.method, r.target or "")
+        records.sort(key=_KEY)
+        for key, group in itertools.groupby(records, _KEY):
+            batch = list(group)
+            label = (key[0], key[1] or "")
+            totals = list(map(operator.sub, map(_SENT, batch), map(_T0, batch)))
             if durations is not None:
-                durations.add(key, r.total_ns)
+                durations.add_many(label, totals)
             else:
-                self.duration.labels(*key).observe(r.total_ns / 1e9)
-            stages["decode"] += r.decode_ns
-            stages["validate"] += r.validate_ns
-            stages["cache"] += r.cache_ns
-            stages["handler"] += r.handler_ns
-            stages["encode"] += r.encode_ns
-            stages["compress"] += r.compress_ns
-            if r.status >= 400:
-                self.errors.labels(r.method, key[1], str(r.status)).inc()
-                if r.status == 503:
-                    self.rejected.labels("503").inc()
-            elif r.tool_error:
-                self.errors.labels(r.method, key[1], "tool_error").inc()
+                observe = self.duration.labels(*label).observe
+                for ns in totals:
+                    observe(ns / 1e9)
+        for (method, target, status, tool_error), count in Counter(map(_OUTCOME, records)).items():
+            if status >= 400:
+                self.errors.labels(method, target or "", str(status)).inc(count)
+                if status == 503:
+                    self.rejected.labels("503").inc(count)
+            elif tool_error:
+                self.errors.labels(method, target or "", "tool_error").inc(count)
+        t0 = sum(map(_T0, records))
+        start = sum(map(_START, records))
+        handled = sum(map(_HANDLED, records))
+        encoded = sum(map(_ENCODED, records))
+        sent = sum(map(_SENT, records))
+        validate = sum(map(_VALIDATE, records))
+        cache = sum(map(_CACHE, records))
+        stages = {
+            "decode": start - t0,
+            "validate": validate,
+            "cache": cache,
+            "handler": max(0, handled - start - validate - cache),
+            "encode": encoded - handled,
+            "compress": sent - encoded,
+        }
         for stage, ns in stages.items():
-            if ns:
+            if ns > 0:
                 self._stage_children[stage].inc(ns / 1e9)
                 self._sums[stage] += ns
         total = sum(self._sums.values())
@@ -248,6 +271,16 @@ class PrometheusListener(Listener):
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
 
+
+_KEY: Final = operator.attrgetter("method", "target")
+_OUTCOME: Final = operator.attrgetter("method", "target", "status", "tool_error")
+_T0: Final = operator.attrgetter("t0")
+_START: Final = operator.attrgetter("handler_start")
+_HANDLED: Final = operator.attrgetter("handled_at")
+_ENCODED: Final = operator.attrgetter("encoded_at")
+_SENT: Final = operator.attrgetter("sent_at")
+_VALIDATE: Final = operator.attrgetter("validate_ns")
+_CACHE: Final = operator.attrgetter("cache_ns")
 
 _EVENT_METRICS: Final = {"cache": "cache", "cache_fallback": "fallbacks", "rejected": "rejected"}
 

@@ -206,7 +206,8 @@ class Dispatcher:
             if exchange.streaming:
                 exchange.stop_keepalive()
         if record is not None:  # observe: the encode stage ends
-            record.encoded(status)
+            record.encoded_at = clock()
+            record.status = status
         if exchange.streaming:
             await exchange.send_event(data)
             await exchange.end_stream()
@@ -287,7 +288,7 @@ class Dispatcher:
         try:
             result = await handler(params, ctx)
             if record is not None:  # observe: the handler is done, encoding starts
-                record.handled()
+                record.handled_at = clock()
             data = encode_result(request_id, result)
             meta = ctx.meta
             if meta is not None and meta.protocol_version in _HANDSHAKE_VERSIONS:

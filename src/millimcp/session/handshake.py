@@ -210,7 +210,8 @@ class HandshakeHttp:
                 session.cancelled.discard(request_id)
                 session.touch()
         if record is not None:  # observe: the encode stage ends
-            record.encoded(status)
+            record.encoded_at = clock()
+            record.status = status
         if reply is not None and reply.stream is not None:
             stream = reply.stream
             seq = stream.push(data)

@@ -28,7 +28,7 @@ from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
 from millimcp.codec.attachment import AttachmentFramingError, frame, split
 from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
 from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
-from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord
+from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord, clock
 from millimcp.protocol import McpHeaders, encode_error
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
@@ -144,7 +144,7 @@ class Exchange(msgspec.Struct, eq=False):
             hdrs += headers
         trace = self.trace
         if trace is not None:  # the request is timed up to here; compression included
-            trace.sending()
+            trace.sent_at = clock()
             if self.config.server_timing:
                 hdrs.append((b"server-timing", trace.server_timing()))
         await self._send({"type": "http.response.start", "status": status, "headers": hdrs})
@@ -167,7 +167,7 @@ class Exchange(msgspec.Struct, eq=False):
         hdrs = [*_ATTACHMENT_HEADERS, (b"content-length", b"%d" % size), *(headers or [])]
         trace = self.trace
         if trace is not None:
-            trace.sending()
+            trace.sent_at = clock()
             if self.config.server_timing:
                 hdrs.append((b"server-timing", trace.server_timing()))
         send = self._send
