@@ -146,3 +146,32 @@ def test_without_listeners_the_hook_is_off() -> None:
     assert TRACE.active
     TRACE.remove(listener)
     assert TRACE.active == (was and bool(TRACE.listeners))
+
+
+@pytest.mark.parametrize(
+    ("scale", "expected"),
+    [  # under 1 ms (the table) and over (formatted); truncated to the microsecond
+        (1, [0.041, 0.006, 0.012, 0.004, 0.009, 0, 0.073]),
+        (1000, [41.9, 6, 12, 4.999, 9, 0, 73.899]),
+    ],
+)
+def test_the_header_is_the_stages_in_milliseconds(scale: int, expected: list[float]) -> None:
+    us = 1000 * scale  # nanoseconds in one "microsecond" of this case
+    record = RequestRecord(0, "tools/call", "echo", 1, None, None, 41_900 * scale)
+    record.validate_ns, record.cache_ns, record.cache_outcome = 6 * us, 12 * us, "hit-l1"
+    record.handled_at = record.handler_start + 22_999 * scale
+    record.encoded_at = record.handled_at + 9 * us
+    record.sent_at = record.encoded_at
+    timing = parse_server_timing(record.server_timing().decode())
+    assert list(timing) == [*STAGES, "total"]
+    assert [value for value, _ in timing.values()] == pytest.approx(expected)
+    assert timing["cache"][1] == "hit-l1"
+    assert record.stages() == {
+        "decode": 41_900 * scale,
+        "validate": 6 * us,
+        "cache": 12 * us,
+        "handler": 4_999 * scale,
+        "encode": 9 * us,
+        "compress": 0,
+    }
+    assert record.total_ns == sum(record.stages().values())

@@ -33,7 +33,7 @@ import itertools
 import operator
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from itertools import repeat
 from typing import Any, Final
 
@@ -42,7 +42,7 @@ from millimcp.observe.hook import TRACE, Listener
 from millimcp.observe.lag import LagProbe
 from millimcp.observe.record import STAGES, RequestRecord
 
-__all__ = ["MetricsApp", "PrometheusListener", "install"]
+__all__ = ["MetricsApp", "PrometheusListener", "install", "probed"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -338,6 +338,11 @@ class MetricsApp:
 
         return watched
 
+    async def endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The metrics alone, as an ASGI app: mounted as a route of the MCP app itself
+        (``Server.asgi``), so MCP calls do not pass through this wrapper."""
+        await self._serve(scope, send)
+
     async def _serve(self, scope: Scope, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
             headers = [(b"allow", b"GET, HEAD"), (b"content-type", b"text/plain")]
@@ -354,3 +359,21 @@ class MetricsApp:
         await send(
             {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body}
         )
+
+
+def probed(
+    lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]],
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """``lifespan`` with the event-loop lag probe (and so the periodic flush) running."""
+
+    @contextlib.asynccontextmanager
+    async def run() -> AsyncIterator[None]:
+        probe = install().probe
+        probe.ensure_running()
+        try:
+            async with lifespan():
+                yield
+        finally:
+            probe.stop()
+
+    return run

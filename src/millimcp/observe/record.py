@@ -120,15 +120,28 @@ class RequestRecord(msgspec.Struct, eq=False):
         (truncated to the microsecond). Called once ``sent_at`` is set."""
         t0 = self.t0
         start = self.handler_start
-        handled = self.handled_at or self.encoded_at
         encoded = self.encoded_at
+        handled = self.handled_at or encoded
         sent = self.sent_at
         validate_ns = self.validate_ns
         cache_ns = self.cache_ns
+        outcome = self.cache_outcome
+        ms = _MS
+        total = (sent - t0) // 1000
+        handler_ns = handled - start - validate_ns - cache_ns
+        if total < 1000 and handler_ns >= 0:  # the usual case: every stage under 1 ms
+            return _TIMING % (
+                ms[(start - t0) // 1000],
+                ms[validate_ns // 1000],
+                ms[cache_ns // 1000],
+                b"" if outcome is None else b';desc="%s"' % outcome.encode(),
+                ms[handler_ns // 1000],
+                ms[(encoded - handled) // 1000],
+                ms[(sent - encoded) // 1000],
+                ms[total],
+            )
         validate = validate_ns // 1000
         cache = cache_ns // 1000
-        ms = _MS
-        outcome = self.cache_outcome
         return _TIMING % (
             ms[d] if (d := (start - t0) // 1000) < 1000 else _ms(d),
             ms[validate] if validate < 1000 else _ms(validate),

@@ -394,11 +394,17 @@ class Server:
             from millimcp.observe.otel import install
 
             install()
-        app: Any = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
-        if self.config.metrics_path is not None:
-            from millimcp.observe.prometheus import MetricsApp
+        metrics_path = self.config.metrics_path
+        if metrics_path is None:
+            return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+        from millimcp.observe.prometheus import MetricsApp, probed
 
-            app = MetricsApp(app, self.config.metrics_path)
+        if path is None:  # every path is the endpoint's: the metrics go in front
+            app = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+            return MetricsApp(app, metrics_path)
+        # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
+        app = StreamableHTTPApp(self.dispatcher(), config, lifespan=probed(self.running))
+        app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
 
     def run_http(

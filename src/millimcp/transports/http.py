@@ -262,6 +262,9 @@ class StreamableHTTPApp:
         self._lifespan = lifespan
         self._gates: dict[_Gate, tuple[int, str] | None] = {}
         self._limit_digits = len(str(self.config.max_body_bytes))
+        self.routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {}
+        """Other paths answered next to the endpoint (``/metrics``), relative to the mount:
+        looked up only when the path is not the endpoint's, so they cost MCP calls nothing."""
         if self.config.server_timing:
             TRACE.add(SERVER_TIMING)
 
@@ -274,7 +277,11 @@ class StreamableHTTPApp:
         if config.path is not None and scope["path"] != config.path:
             root = scope.get("root_path", "")  # mounted: the path is relative to the mount
             if not (root and scope["path"] == root + config.path):
-                await _plain(send, 404, b"Not Found")
+                route = self._route(scope["path"], root)
+                if route is None:
+                    await _plain(send, 404, b"Not Found")
+                else:
+                    await route(scope, receive, send)
                 return
         raw_headers = scope["headers"]
         headers = dict(raw_headers)  # names are lower-case in ASGI
@@ -428,6 +435,17 @@ class StreamableHTTPApp:
             if text == "null" or _host_name(text.partition("://")[2]) not in _LOOPBACK_HOSTS:
                 return "Forbidden: Origin not allowed"
         return None
+
+    def _route(
+        self, path: str, root: str
+    ) -> Callable[[Scope, Receive, Send], Awaitable[None]] | None:
+        routes = self.routes
+        if not routes:
+            return None
+        route = routes.get(path)
+        if route is None and root and path.startswith(root):
+            route = routes.get(path[len(root) :])
+        return route
 
     async def _run_lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
