@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import free_port, start_server, stop_server
 from tests.servers.inprocess import Caller, request
@@ -74,11 +74,13 @@ async def test_metrics_are_served_and_parse() -> None:
     assert "millimcp_event_loop_lag_seconds" in found
 
 
-def test_metrics_of_every_worker_are_aggregated(tmp_path: Path) -> None:
+def test_metrics_of_every_worker_are_aggregated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``millimcp serve --workers 2`` with PROMETHEUS_MULTIPROC_DIR: one /metrics for both."""
     port = free_port()
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
-    try:
+    with monkeypatch.context() as env:
+        env.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
         process = start_server(
             [
                 "-m",
@@ -92,8 +94,6 @@ def test_metrics_of_every_worker_are_aggregated(tmp_path: Path) -> None:
             ],
             port,
         )
-    finally:
-        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
     url = f"http://127.0.0.1:{port}"
     try:
         pids = set()

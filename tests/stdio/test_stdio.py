@@ -229,3 +229,37 @@ def test_a_signal_ends_the_server_cleanly(peer: Peer, signum: int) -> None:
     assert peer.process.wait(timeout=10) == 0
     assert peer.process.stderr is not None
     assert b"Traceback" not in peer.process.stderr.read()
+
+
+def test_regular_files_on_both_ends(tmp_path: Path) -> None:
+    """stdin and stdout redirected to files (no pipes): the thread reader, the plain writer."""
+    requests = tmp_path / "in.jsonl"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": MODERN_META}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "from a file"}, "_meta": MODERN_META},
+        },
+    ]
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    answers = tmp_path / "out.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "millimcp", "serve", "tests.servers.basic_server:server"]
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [*command, "--stdio"], cwd=ROOT, env=env, stdin=stdin, stdout=stdout, timeout=60
+        )
+    assert done.returncode == 0
+    replies = {m["id"]: m for m in map(json.loads, answers.read_text().splitlines())}
+    assert replies[1]["result"]["supportedVersions"] == ["2026-07-28"]
+    assert replies[2]["result"]["content"][0]["text"] == "from a file"
+
+
+def test_requests_written_just_before_eof_are_still_answered(peer: Peer) -> None:
+    params = {"name": "slow", "arguments": {"seconds": 0.3, "tag": "eof"}, "_meta": MODERN_META}
+    peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    assert peer.close() == 0  # stdin closed right after the request
+    replies = [json.loads(line) for line in peer.raw]
+    assert [r["result"]["content"][0]["text"] for r in replies if r.get("id") == 1] == ["done"]

@@ -74,9 +74,12 @@ class LineConnection:
             )
         )
 
-    async def aclose(self) -> None:
-        """Cancel what is still running and wait for it (the peer is gone)."""
+    async def aclose(self, grace_s: float = 0.0) -> None:
+        """Let running requests finish for ``grace_s``, then cancel the rest and wait."""
         tasks = list(self.running.values())
+        if tasks and grace_s > 0:
+            _, pending = await asyncio.wait(tasks, timeout=grace_s)
+            tasks = list(pending)
         for task in tasks:
             task.cancel()
         if tasks:

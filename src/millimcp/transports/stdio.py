@@ -18,13 +18,14 @@ import contextlib
 import io
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["LineHandler", "StdioConfig", "serve_stdio"]
+__all__ = ["LineHandler", "StdioConfig", "fast_loop_factory", "serve_stdio"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,10 @@ class StdioConfig:
     """The longest message accepted; a longer line is discarded and answered with an error."""
     protect_stdout: bool = True
     """Point file descriptor 1 at stderr while serving (the protocol keeps its own copy)."""
+    eof_grace_s: float = 1.0
+    """On EOF, how long requests already read may run to completion before they are
+    cancelled (a client may write its requests and close stdin at once). Signals cancel
+    at once."""
 
 
 class LineHandler(Protocol):
@@ -42,7 +47,7 @@ class LineHandler(Protocol):
 
     def refuse_line(self, limit: int) -> None: ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self, grace_s: float = 0.0) -> None: ...
 
 
 class _LineReader(asyncio.Protocol):
@@ -127,19 +132,41 @@ async def serve_stdio(
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, _stop, done, signum.name)
+    reason = "cancelled"
     try:
-        return await done
+        reason = await done
+        return reason
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signum)
         stop_reading()
-        await handler.aclose()
+        await handler.aclose(config.eof_grace_s if reason == "eof" else 0.0)
         await _drain(writer)
         writer.close()
         if saved_fd1 is not None:
             os.dup2(saved_fd1, 1)
             os.close(saved_fd1)
+
+
+def fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop factory when it is installed and fds 0 and 1 suit it, else None.
+
+    uvloop cannot watch a regular file (it aborts where asyncio raises and the transport
+    falls back to a thread), so a redirected stdin or stdout keeps the standard loop.
+    """
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    for fd in (0, 1):
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+        except OSError:
+            return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 def _stop(done: asyncio.Future[str], reason: str) -> None:
