@@ -101,7 +101,7 @@ class OpenTelemetryListener(Listener):
             attributes["gen_ai.operation.name"] = "execute_tool"
         elif method == "prompts/get":
             attributes["gen_ai.prompt.name"] = target
-        session = _session_id(record.headers)
+        session = getattr(record.headers, "session_id", None)  # the transport parsed it
         if session is not None:
             attributes["mcp.session.id"] = session
         span = self.tracer.start_span(
@@ -111,32 +111,40 @@ class OpenTelemetryListener(Listener):
             attributes=attributes,
         )
         token = self._context.attach(self._trace.set_span_in_context(span, parent))
-        record.extra = {"otel": (span, token)}
+        extra = record.extra
+        if extra is None:
+            record.extra = {"otel": (span, token)}
+        else:
+            extra["otel"] = (span, token)
 
     def ended(self, record: RequestRecord) -> None:
         state = record.extra.pop("otel", None) if record.extra is not None else None
         if state is None:
             return
         span, token = state
+        # Only what the span or the metric will keep is computed: an unsampled span
+        # (ParentBased(TraceIdRatioBased(...)) drops most) costs its end and the detach.
         error = None
         if record.status >= 400:
             error = str(record.status)
         elif record.tool_error:
             error = "tool_error"
-        attributes: dict[str, Any] = {"mcp.method.name": record.method}
-        if record.method == "tools/call":
-            attributes["gen_ai.tool.name"] = record.target
-        elif record.method == "prompts/get":
-            attributes["gen_ai.prompt.name"] = record.target
-        if error is not None:
-            attributes["error.type"] = error
-            span.set_attribute("error.type", error)
-            span.set_status(self._error)
-        if record.cache_outcome is not None:
-            span.set_attribute("millimcp.cache", record.cache_outcome)
+        if span.is_recording():
+            if error is not None:
+                span.set_attribute("error.type", error)
+                span.set_status(self._error)
+            if record.cache_outcome is not None:
+                span.set_attribute("millimcp.cache", record.cache_outcome)
         span.end()
         self._context.detach(token)  # (logs, never raises, if ended in another context)
         if self.metrics:
+            attributes: dict[str, Any] = {"mcp.method.name": record.method}
+            if record.method == "tools/call":
+                attributes["gen_ai.tool.name"] = record.target
+            elif record.method == "prompts/get":
+                attributes["gen_ai.prompt.name"] = record.target
+            if error is not None:
+                attributes["error.type"] = error
             self.duration.record(record.total_ns / 1e9, attributes)
 
     # -- the propagation bridge (millimcp.observe.propagate) ---------------------------------
@@ -151,15 +159,6 @@ class OpenTelemetryListener(Listener):
             method, kind=self._client, attributes=attributes
         ) as span:
             yield span
-
-
-def _session_id(headers: Any) -> str | None:
-    raw = getattr(headers, "raw", None)
-    if raw:
-        for name, value in raw:
-            if name == b"mcp-session-id":
-                return str(value.decode("latin-1"))
-    return None
 
 
 _installed: OpenTelemetryListener | None = None

@@ -16,7 +16,7 @@ Metrics (prometheus-client, extra ``metrics``):
   gauge ``millimcp_serialization_share`` (since start, per process);
 - ``millimcp_event_loop_lag_seconds``: histogram of timer oversleep (a busy loop).
 
-The request path only appends the finished record to a list; the lag probe (every
+The request path only appends a row of the finished record's values to a list; the lag probe (every
 0.25 s), every 1024th request and each scrape flush the list into the metrics (S5.5:
 metrics off the critical path). In one process the latency histograms are counted in plain
 lists and exposed by a collector of our own.
@@ -174,7 +174,9 @@ class PrometheusListener(Listener):
             registry=reg,
         )
         self._stage_children = {stage: self.stage_seconds.labels(stage) for stage in STAGES}
-        self._pending: list[RequestRecord] = []
+        self._pending: list[tuple[Any, ...]] = []
+        """One row per ended request (``_ROW``): plain values, not the record, so that the
+        batch keeps no request objects alive (nor gives the garbage collector more to scan)."""
         self._events: dict[tuple[str, tuple[str, ...]], float] = {}
         self._sums = dict.fromkeys(STAGES, 0)
         self.probe = LagProbe(self._lagged)
@@ -187,7 +189,7 @@ class PrometheusListener(Listener):
 
     def ended(self, record: RequestRecord) -> None:
         pending = self._pending
-        pending.append(record)
+        pending.append(_ROW(record))
         if len(pending) >= 1024:
             self.flush()
 
@@ -272,15 +274,19 @@ class PrometheusListener(Listener):
         return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
 
 
-_KEY: Final = operator.attrgetter("method", "target")
-_OUTCOME: Final = operator.attrgetter("method", "target", "status", "tool_error")
-_T0: Final = operator.attrgetter("t0")
-_START: Final = operator.attrgetter("handler_start")
-_HANDLED: Final = operator.attrgetter("handled_at")
-_ENCODED: Final = operator.attrgetter("encoded_at")
-_SENT: Final = operator.attrgetter("sent_at")
-_VALIDATE: Final = operator.attrgetter("validate_ns")
-_CACHE: Final = operator.attrgetter("cache_ns")
+_ROW: Final = operator.attrgetter(
+    "method", "target", "status", "tool_error", "t0", "handler_start", "handled_at",
+    "encoded_at", "sent_at", "validate_ns", "cache_ns",
+)  # fmt: skip
+_KEY: Final = operator.itemgetter(0, 1)
+_OUTCOME: Final = operator.itemgetter(0, 1, 2, 3)
+_T0: Final = operator.itemgetter(4)
+_START: Final = operator.itemgetter(5)
+_HANDLED: Final = operator.itemgetter(6)
+_ENCODED: Final = operator.itemgetter(7)
+_SENT: Final = operator.itemgetter(8)
+_VALIDATE: Final = operator.itemgetter(9)
+_CACHE: Final = operator.itemgetter(10)
 
 _EVENT_METRICS: Final = {"cache": "cache", "cache_fallback": "fallbacks", "rejected": "rejected"}
 
