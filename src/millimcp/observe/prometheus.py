@@ -18,8 +18,9 @@ Metrics (prometheus-client, extra ``metrics``):
 
 The request path only appends a row of the finished record's values to a list; the lag
 probe (every 0.25 s), every 1024th request and each scrape flush the list into the metrics
-(S5.5: metrics off the critical path), aggregating in C (sorted, grouped, summed). In one process the latency histograms are counted in plain
-lists and exposed by a collector of our own.
+(S5.5: metrics off the critical path), aggregating in C (sorted, grouped, summed). In one
+process the latency histograms are counted in plain lists and exposed by a collector of our
+own.
 
 When ``PROMETHEUS_MULTIPROC_DIR`` is set (``millimcp serve --workers N``), prometheus-client's
 multi-process mode aggregates every worker at scrape time.
