@@ -6,7 +6,7 @@ process (pinned to ``--client-cpu``) drives 8 closed-loop connections (``loadgen
 the server), zstd. Variants alternate run by run; medians over runs are reported, with CPU
 per call paired against "none" in the same round.
 
-    flock /work/bench.lock .venv/bin/python benchmarks/compression.py --runs 3
+    .venv/bin/python benchmarks/compression.py --runs 3
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the same two over TLS (a trustme certificate). Variants alternate run by run; me
 Both ends are Python here, so the absolute rates are the client's as much as the server's:
 read the server CPU per call and the paired ratios.
 
-    flock /work/bench.lock .venv/bin/python benchmarks/h2_vs_http1.py --runs 3
+    .venv/bin/python benchmarks/h2_vs_http1.py --runs 3
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ alternating run by run; each run warms up, then keeps ``--concurrency`` callers 
 ``--duration`` seconds over the raw tensor path (``dev.millimcp/tensor``). Reports calls/s
 and p50/p99 latency per mode (medians over runs) and the paired throughput ratio.
 
-    flock /work/bench.lock .venv/bin/python benchmarks/model_serving.py --runs 2 --duration 8
+    .venv/bin/python benchmarks/model_serving.py --runs 2 --duration 8
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ and how fast they came, timeouts.
 Targets: millimcp with its limit sized by Little's law (10 in flight, 20 queued), millimcp
 with no limit, and the official SDK (which queues without bound).
 
-    flock /work/bench.lock .venv/bin/python benchmarks/overload.py
+    .venv/bin/python benchmarks/overload.py
 """
 
 from __future__ import annotations

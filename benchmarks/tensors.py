@@ -20,7 +20,7 @@ Every server is its own uvicorn process (httptools, uvloop, one worker). Cases a
 round by round; the report gives each case's median over all calls, the bytes on the wire
 (request + response bodies) and paired ratios (per round, then the median of the rounds).
 
-    flock /work/bench.lock .venv/bin/python benchmarks/tensors.py --rounds 3
+    .venv/bin/python benchmarks/tensors.py --rounds 3
 """
 
 from __future__ import annotations
