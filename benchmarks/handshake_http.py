@@ -18,21 +18,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib
 import itertools
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,16 +40,16 @@ from server_overhead import (
     HOST,
     REPO_ROOT,
     SERVERS_DIR,
+    ServerProcess,
     calibrate,
     child_env,
     cpu_counters,
     environment,
-    free_port,
     json_safe,
     new_runner,
     percentile_ms,
-    pinned,
-    proc_status,
+    serving,
+    uvicorn_command,
 )
 
 HANDSHAKE_VERSION = "2025-11-25"
@@ -75,24 +72,7 @@ SERVERS = {
     "official": Server(
         "official",
         "mcp 2.3.0 MCPServer.streamable_http_app(json_response=True), stateful, under uvicorn",
-        (
-            "-m",
-            "uvicorn",
-            "official_session_echo:app",
-            "--app-dir",
-            str(SERVERS_DIR),
-            "--host",
-            HOST,
-            "--port",
-            "{port}",
-            "--loop",
-            "uvloop",
-            "--http",
-            "httptools",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-        ),
+        uvicorn_command("official_session_echo"),
     ),
 }
 ERAS = ("modern", "handshake")
@@ -202,66 +182,6 @@ def check_echo(status: int, body: bytes) -> None:
         raise RuntimeError(f"not the echo result: HTTP {status} {body[:400]!r}")
 
 
-# --------------------------------------------------------------------------- the server
-
-
-class ServerProcess:
-    def __init__(self, server: Server, cpu: int) -> None:
-        self.cpu = cpu
-        self.port = free_port()
-        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
-            prefix=f"bench-{server.name}-", suffix=".log", delete=False
-        )
-        argv = [a.format(port=self.port) for a in server.command]
-        self.proc = subprocess.Popen(
-            [sys.executable, *argv],
-            env=child_env(),
-            cwd=SERVERS_DIR,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=pinned(cpu),
-        )
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-15:])
-
-    def wait_ready(self, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), 0.2):
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError(f"server not listening:\n{self.log_tail()}")
-        if (allowed := proc_status(self.proc.pid, "Cpus_allowed_list")) != str(self.cpu):
-            raise RuntimeError(f"server pinned to CPUs {allowed!r}, expected {self.cpu}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        Path(self.log.name).unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def served(server: Server, cpu: int) -> Iterator[ServerProcess]:
-    process = ServerProcess(server, cpu)
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
-
-
 # --------------------------------------------------------------------------- one round
 
 
@@ -340,7 +260,8 @@ def one_round(
     runner: asyncio.Runner,
     reports: dict[str, Report],
 ) -> None:
-    with served(server, args.server_cpu) as proc:
+    process = ServerProcess(server.name, server.command, args.server_cpu, cwd=SERVERS_DIR)
+    with serving(process) as proc:
         requests = {"modern": call_request(proc.port, "modern")}
         requests["handshake"] = call_request(proc.port, "handshake", open_session(proc.port))
         for request in requests.values():

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -260,38 +260,45 @@ def measure_import(target: Target, cpu: int, repeats: int) -> tuple[float, float
     return statistics.median(framework_ms), statistics.median(app_ms)
 
 
-class ServerProcess:
-    """``python -m uvicorn <module>:app`` pinned to one CPU, with its output kept in a log file."""
+def uvicorn_command(module: str) -> tuple[str, ...]:
+    """``python -m uvicorn <module>:app`` with uvloop and httptools; ``{port}`` is filled in."""
+    return (
+        "-m",
+        "uvicorn",
+        f"{module}:app",
+        "--app-dir",
+        str(SERVERS_DIR),
+        "--host",
+        HOST,
+        "--port",
+        "{port}",
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    )
 
-    def __init__(self, target: Target, cpu: int) -> None:
-        self.target = target
+
+class ServerProcess:
+    """A server command pinned to one CPU, with its output kept in a log file.
+
+    ``command`` is the argv after the Python executable; ``{port}`` in it is filled in.
+    """
+
+    def __init__(self, name: str, command: Sequence[str], cpu: int, cwd: Path = REPO_ROOT) -> None:
+        self.name = name
         self.cpu = cpu
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
-            prefix=f"bench-{target.name}-", suffix=".log", delete=False
+            prefix=f"bench-{name}-", suffix=".log", delete=False
         )
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                f"{target.module}:app",
-                "--app-dir",
-                str(SERVERS_DIR),
-                "--host",
-                HOST,
-                "--port",
-                str(self.port),
-                "--loop",
-                "uvloop",
-                "--http",
-                "httptools",
-                "--no-access-log",
-                "--log-level",
-                "warning",
-            ],
+            [sys.executable, *(part.format(port=self.port) for part in command)],
             env=child_env(),
-            cwd=REPO_ROOT,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -334,13 +341,19 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def served(target: Target, cpu: int) -> Iterator[ServerProcess]:
-    server = ServerProcess(target, cpu)
+def serving(server: ServerProcess) -> Iterator[ServerProcess]:
+    """Wait until the server listens; stop it on the way out."""
     try:
         server.wait_ready()
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def served(target: Target, cpu: int) -> Iterator[ServerProcess]:
+    with serving(ServerProcess(target.name, uvicorn_command(target.module), cpu)) as server:
+        yield server
 
 
 # --------------------------------------------------------------------------- one run
