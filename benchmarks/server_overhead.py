@@ -684,6 +684,12 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 
+def packages_line(env: dict[str, Any]) -> str:
+    """The versions a run measured, as one line (from :func:`environment`)."""
+    packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v is not None)
+    return f"packages: {packages}, python {env['python']}\n"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -750,11 +756,7 @@ def main(argv: list[str] | None = None) -> int:
         f" + {args.duration:g} s); {args.connections} connections; server on CPU {args.server_cpu},"
         f" load generator on CPU {args.client_cpu}; loadavg {env['loadavg_at_start'][0]:.2f}"
     )
-    print(
-        "packages: "
-        + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v is not None)
-        + f", python {env['python']}\n"
-    )
+    print(packages_line(env))
 
     reports = {name: TargetReport(name, TARGETS[name].description) for name in args.targets}
     active: list[Target] = []

@@ -40,6 +40,7 @@ from server_overhead import (
     cpu_counters,
     environment,
     json_safe,
+    packages_line,
     percentile_ms,
     pinned,
     rss_mb,
@@ -488,11 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         f" warmup + {args.duration:g} s); one call in flight; server on CPU {args.server_cpu},"
         f" client on CPU {args.client_cpu}; loadavg {env['loadavg_at_start'][0]:.2f}"
     )
-    print(
-        "packages: "
-        + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v is not None)
-        + f", python {env['python']}\n"
-    )
+    print(packages_line(env))
     reports = {n: TargetReport(n, TARGETS[n].description) for n in args.targets}
     targets = [TARGETS[n] for n in args.targets]
     for run in range(1, args.runs + 1):

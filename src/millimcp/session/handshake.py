@@ -51,9 +51,9 @@ from millimcp.transports.http import Exchange
 if TYPE_CHECKING:
     from millimcp.session.dispatcher import Dispatcher, Route
 
-__all__ = ["CANCELLED_PARAMS", "HandshakeHttp", "handshake_context", "on_notification"]
+__all__ = ["HandshakeHttp", "cancelled_request", "handshake_context", "on_notification"]
 
-CANCELLED_PARAMS: Final = msgspec.json.Decoder(CancelledParams)
+_CANCELLED_PARAMS: Final = msgspec.json.Decoder(CancelledParams)
 _OLDEST: Final = LEGACY_VERSIONS[-1]
 """The version assumed when a sessionless request names none (the spec's rule)."""
 
@@ -356,11 +356,16 @@ def on_notification(session: Session, method: str, message: Message) -> None:
     if method == "notifications/initialized":
         session.initialized = True
     elif method == "notifications/cancelled":
-        try:
-            params = CANCELLED_PARAMS.decode(message.params or b"{}")
-        except msgspec.DecodeError:
-            return  # a malformed notification gets no answer and changes nothing
-        session.cancel(params.request_id)
+        session.cancel(cancelled_request(message))
+
+
+def cancelled_request(message: Message) -> Any:
+    """The id a ``notifications/cancelled`` names; None when it names none or is malformed
+    (a notification gets no answer, so a bad one just changes nothing)."""
+    try:
+        return _CANCELLED_PARAMS.decode(message.params or b"{}").request_id
+    except msgspec.DecodeError:
+        return None
 
 
 def _stateless_meta(

@@ -16,7 +16,7 @@ from typing import Any
 
 from millimcp.errors import InvalidParams, InvalidRequest, MethodNotFound, ProtocolError
 from millimcp.protocol import METHODS, Message, encode_error
-from millimcp.protocol.types import CancelledParams, RequestId
+from millimcp.protocol.types import RequestId
 from millimcp.session.context import Context
 from millimcp.session.dispatcher import (
     Dispatcher,
@@ -24,7 +24,7 @@ from millimcp.session.dispatcher import (
     check_modern_meta,
     check_modern_version,
 )
-from millimcp.session.handshake import CANCELLED_PARAMS, handshake_context, on_notification
+from millimcp.session.handshake import cancelled_request, handshake_context, on_notification
 from millimcp.session.sessions import Session
 
 __all__ = ["LineConnection"]
@@ -93,14 +93,10 @@ class LineConnection:
             if self.session is not None:
                 self.session.resolve(message)
         elif method == "notifications/cancelled":
-            params: CancelledParams | None
-            try:
-                params = CANCELLED_PARAMS.decode(message.params or b"{}")
-            except ValueError:
-                params = None
-            task = self.running.get(params.request_id) if params and params.request_id else None
-            if params is not None and params.request_id is not None and task is not None:
-                self.cancelled.add(params.request_id)
+            request_id = cancelled_request(message)
+            task = self.running.get(request_id) if request_id is not None else None
+            if task is not None:
+                self.cancelled.add(request_id)
                 task.cancel()
         elif self.session is not None:
             on_notification(self.session, method, message)
