@@ -19,7 +19,13 @@
     │                                           ``Retry-After``): retry later, with backoff
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
-    │   └── FrameTooLarge               a frame (body, stdio line) over its size limit
+    │   ├── FrameTooLarge               a frame (body, stdio line) over its size limit
+    │   ├── NotSent                     (client) the request certainly never reached the server
+    │   └── ConnectionLost              (client) the peer vanished after the request may have
+    │                                   reached it
+    ├── ClientError                     (client) a call refused or abandoned on this side
+    │   ├── CallTimeout                 the call's deadline passed (also a TimeoutError)
+    │   └── QueueFull                   the concurrency cap and its wait queue are full
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
     │                                   protocol error, so the model can read and correct it
     ├── TensorFormatError               tensor bytes or header malformed or over a cap
@@ -35,7 +41,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "CallTimeout",
+    "ClientError",
     "ConfigurationError",
+    "ConnectionLost",
     "FrameTooLarge",
     "HeaderMismatch",
     "InternalError",
@@ -44,9 +53,11 @@ __all__ = [
     "MethodNotFound",
     "MillimcpError",
     "MissingClientCapability",
+    "NotSent",
     "Overloaded",
     "ParseError",
     "ProtocolError",
+    "QueueFull",
     "RequestRejected",
     "SessionNotFound",
     "SessionRequired",
@@ -55,6 +66,7 @@ __all__ = [
     "ToolError",
     "TransportError",
     "UnsupportedProtocolVersion",
+    "error_from_code",
 ]
 
 
@@ -185,6 +197,28 @@ class FrameTooLarge(TransportError):
         self.limit = limit
 
 
+class NotSent(TransportError):
+    """The request never reached the server (connect refused, DNS, pool closed): always safe
+    to retry."""
+
+
+class ConnectionLost(TransportError):
+    """The connection broke after the request may have reached the server: retried only
+    when the call is idempotent."""
+
+
+class ClientError(MillimcpError):
+    """A call refused or abandoned on the client's side, never seen by the server as an error."""
+
+
+class CallTimeout(ClientError, TimeoutError):
+    """The call's deadline passed; the client cancelled it on the server."""
+
+
+class QueueFull(ClientError):
+    """The client's cap on calls in flight is reached and its wait queue is full."""
+
+
 class ToolError(MillimcpError):
     """Raise inside a tool to return ``isError: true`` with this message as its text."""
 
@@ -195,3 +229,33 @@ class TensorFormatError(MillimcpError, ValueError):
 
 class ConfigurationError(MillimcpError):
     """A server, tool or client was configured wrongly."""
+
+
+def error_from_code(code: int, message: str, data: Any = None) -> ProtocolError:
+    """The :class:`ProtocolError` for a JSON-RPC error a peer sent (a client reading a reply).
+
+    A known code gets its own class; any other code a plain :class:`ProtocolError` that keeps
+    the peer's code.
+    """
+    for cls in _BY_CODE:
+        if cls.code == code:
+            return cls(message, data)
+    error = ProtocolError(message, data)
+    error.code = code  # type: ignore[misc]
+    return error
+
+
+_BY_CODE: tuple[type[ProtocolError], ...] = (
+    ParseError,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    InternalError,
+    HeaderMismatch,
+    MissingClientCapability,
+    UnsupportedProtocolVersion,
+    SessionRequired,
+    SessionNotFound,
+    TooManySessions,
+    Overloaded,
+)
