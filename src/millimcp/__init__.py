@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from millimcp.cache import Cache, CacheConfig
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
+    from millimcp.resilience import Limits, Retry, Timeout
     from millimcp.server import Server, ServerConfig, content
     from millimcp.session import Context, InputRequired, SessionConfig
     from millimcp.transports.http import HttpConfig
@@ -24,12 +25,15 @@ __all__ = [
     "Context",
     "HttpConfig",
     "InputRequired",
+    "Limits",
     "MillimcpError",
     "ProtocolError",
+    "Retry",
     "Server",
     "ServerConfig",
     "SessionConfig",
     "StdioConfig",
+    "Timeout",
     "ToolError",
     "content",
 ]
@@ -48,6 +52,9 @@ _HOMES = {
     "content": "millimcp.server",
     "Context": "millimcp.session",
     "InputRequired": "millimcp.session",
+    "Limits": "millimcp.resilience",
+    "Retry": "millimcp.resilience",
+    "Timeout": "millimcp.resilience",
     "SessionConfig": "millimcp.session",
     "HttpConfig": "millimcp.transports.http",
     "StdioConfig": "millimcp.transports.stdio",

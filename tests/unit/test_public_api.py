@@ -16,12 +16,15 @@ EXPECTED_ALL = [
     "Context",
     "HttpConfig",
     "InputRequired",
+    "Limits",
     "MillimcpError",
     "ProtocolError",
+    "Retry",
     "Server",
     "ServerConfig",
     "SessionConfig",
     "StdioConfig",
+    "Timeout",
     "ToolError",
     "content",
 ]
@@ -37,7 +40,7 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_public_names_are_the_objects_from_their_rooms() -> None:
-    from millimcp import cache, errors, server, session
+    from millimcp import cache, errors, resilience, server, session
     from millimcp.transports import http
 
     assert millimcp.Cache is cache.Cache
@@ -52,6 +55,9 @@ def test_public_names_are_the_objects_from_their_rooms() -> None:
     assert millimcp.InputRequired is session.InputRequired
     assert millimcp.SessionConfig is session.SessionConfig
     assert millimcp.HttpConfig is http.HttpConfig
+    assert millimcp.Limits is resilience.Limits
+    assert millimcp.Retry is resilience.Retry
+    assert millimcp.Timeout is resilience.Timeout
     assert isinstance(millimcp.content, types.ModuleType)
     assert millimcp.content.__name__ == "millimcp.server.content"
 
