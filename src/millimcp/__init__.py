@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from millimcp.cache import Cache, CacheConfig
     from millimcp.client import Client, ToolResult
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
-    from millimcp.resilience.policy import Limits, Retry, Timeout
+    from millimcp.resilience import Limits, Retry, Timeout
     from millimcp.server import Server, ServerConfig, content
     from millimcp.session import Context, InputRequired, SessionConfig
     from millimcp.transports.http import HttpConfig
@@ -48,9 +48,6 @@ _HOMES = {
     "CacheConfig": "millimcp.cache",
     "Client": "millimcp.client",
     "ToolResult": "millimcp.client",
-    "Limits": "millimcp.resilience.policy",
-    "Retry": "millimcp.resilience.policy",
-    "Timeout": "millimcp.resilience.policy",
     "ConfigurationError": "millimcp.errors",
     "MillimcpError": "millimcp.errors",
     "ProtocolError": "millimcp.errors",
@@ -60,6 +57,9 @@ _HOMES = {
     "content": "millimcp.server",
     "Context": "millimcp.session",
     "InputRequired": "millimcp.session",
+    "Limits": "millimcp.resilience",
+    "Retry": "millimcp.resilience",
+    "Timeout": "millimcp.resilience",
     "SessionConfig": "millimcp.session",
     "HttpConfig": "millimcp.transports.http",
     "StdioConfig": "millimcp.transports.stdio",

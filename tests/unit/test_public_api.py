@@ -42,8 +42,7 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_public_names_are_the_objects_from_their_rooms() -> None:
-    from millimcp import cache, client, errors, server, session
-    from millimcp.resilience import policy
+    from millimcp import cache, client, errors, resilience, server, session
     from millimcp.transports import http
 
     assert millimcp.Cache is cache.Cache
@@ -60,9 +59,9 @@ def test_public_names_are_the_objects_from_their_rooms() -> None:
     assert millimcp.HttpConfig is http.HttpConfig
     assert millimcp.Client is client.Client
     assert millimcp.ToolResult is client.ToolResult
-    assert millimcp.Limits is policy.Limits
-    assert millimcp.Retry is policy.Retry
-    assert millimcp.Timeout is policy.Timeout
+    assert millimcp.Limits is resilience.Limits
+    assert millimcp.Retry is resilience.Retry
+    assert millimcp.Timeout is resilience.Timeout
     assert isinstance(millimcp.content, types.ModuleType)
     assert millimcp.content.__name__ == "millimcp.server.content"
 
