@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from millimcp.cache import Cache, CacheConfig
+    from millimcp.client import Client, ToolResult
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
+    from millimcp.resilience import Limits, Retry, Timeout
     from millimcp.server import Server, ServerConfig, content
     from millimcp.session import Context, InputRequired, SessionConfig
     from millimcp.transports.http import HttpConfig
@@ -20,17 +22,22 @@ if TYPE_CHECKING:
 __all__ = [
     "Cache",
     "CacheConfig",
+    "Client",
     "ConfigurationError",
     "Context",
     "HttpConfig",
     "InputRequired",
+    "Limits",
     "MillimcpError",
     "ProtocolError",
+    "Retry",
     "Server",
     "ServerConfig",
     "SessionConfig",
     "StdioConfig",
+    "Timeout",
     "ToolError",
+    "ToolResult",
     "content",
 ]
 
@@ -39,6 +46,8 @@ __version__ = "0.1.0"
 _HOMES = {
     "Cache": "millimcp.cache",
     "CacheConfig": "millimcp.cache",
+    "Client": "millimcp.client",
+    "ToolResult": "millimcp.client",
     "ConfigurationError": "millimcp.errors",
     "MillimcpError": "millimcp.errors",
     "ProtocolError": "millimcp.errors",
@@ -48,6 +57,9 @@ _HOMES = {
     "content": "millimcp.server",
     "Context": "millimcp.session",
     "InputRequired": "millimcp.session",
+    "Limits": "millimcp.resilience",
+    "Retry": "millimcp.resilience",
+    "Timeout": "millimcp.resilience",
     "SessionConfig": "millimcp.session",
     "HttpConfig": "millimcp.transports.http",
     "StdioConfig": "millimcp.transports.stdio",

@@ -12,17 +12,22 @@ import millimcp
 EXPECTED_ALL = [
     "Cache",
     "CacheConfig",
+    "Client",
     "ConfigurationError",
     "Context",
     "HttpConfig",
     "InputRequired",
+    "Limits",
     "MillimcpError",
     "ProtocolError",
+    "Retry",
     "Server",
     "ServerConfig",
     "SessionConfig",
     "StdioConfig",
+    "Timeout",
     "ToolError",
+    "ToolResult",
     "content",
 ]
 
@@ -37,7 +42,7 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_public_names_are_the_objects_from_their_rooms() -> None:
-    from millimcp import cache, errors, server, session
+    from millimcp import cache, client, errors, resilience, server, session
     from millimcp.transports import http
 
     assert millimcp.Cache is cache.Cache
@@ -52,6 +57,11 @@ def test_public_names_are_the_objects_from_their_rooms() -> None:
     assert millimcp.InputRequired is session.InputRequired
     assert millimcp.SessionConfig is session.SessionConfig
     assert millimcp.HttpConfig is http.HttpConfig
+    assert millimcp.Client is client.Client
+    assert millimcp.ToolResult is client.ToolResult
+    assert millimcp.Limits is resilience.Limits
+    assert millimcp.Retry is resilience.Retry
+    assert millimcp.Timeout is resilience.Timeout
     assert isinstance(millimcp.content, types.ModuleType)
     assert millimcp.content.__name__ == "millimcp.server.content"
 

@@ -91,7 +91,7 @@ class InFlightLimiter:
         """Take a slot, waiting in the queue if needed; :class:`Overloaded` when it is full."""
         if self.try_acquire():
             return
-        if len(self._waiters) >= self.limit.max_queued:
+        if len(self._waiters) >= self.limit.max_queued and not self._prune_cancelled():
             raise Overloaded(
                 f"Server overloaded: {self.name} has {self.in_flight} calls running and "
                 f"{len(self._waiters)} waiting; retry after {self.limit.retry_after_s} s",
@@ -108,6 +108,15 @@ class InFlightLimiter:
             elif waiter in self._waiters:  # release() may have dropped it already
                 self._waiters.remove(waiter)
             raise
+
+    def _prune_cancelled(self) -> bool:
+        """Drop waiters cancelled this instant (they leave the queue only when their task next
+        runs); whether that made room."""
+        live = deque(waiter for waiter in self._waiters if not waiter.done())
+        if len(live) == len(self._waiters):
+            return False
+        self._waiters = live
+        return len(live) < self.limit.max_queued
 
     def release(self) -> None:
         """Give a slot back: to the oldest live waiter, else to the pool."""
