@@ -29,7 +29,7 @@ import itertools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import msgspec
 
@@ -65,9 +65,11 @@ from millimcp.protocol.types import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     Implementation,
     InitializeResult,
     InputRequiredResult,
+    LegacyEmptyResult,
     LoggingMessageParams,
     ProgressParams,
     ServerCapabilities,
@@ -76,6 +78,9 @@ from millimcp.resilience.deadline import Deadline, run_with_deadline
 from millimcp.resilience.gate import CallGate
 from millimcp.resilience.policy import Limits, Retry, Timeout
 from millimcp.resilience.retry import call_with_retries, status_of
+
+if TYPE_CHECKING:
+    from millimcp.client.core_subscribe import Subscription
 
 __all__ = ["MAX_ROUNDS", "Core", "OnProgress", "ResultKind", "traceparent"]
 
@@ -142,6 +147,7 @@ class ResultKind(Generic[T]):
 
 DISCOVER: Final = ResultKind(DiscoverPage)
 INITIALIZE: Final = ResultKind(InitializeResult)
+EMPTY: Final = ResultKind(LegacyEmptyResult)
 
 
 _otel_trace: Any = None
@@ -169,6 +175,15 @@ def _load_otel() -> None:
             _otel_trace = False
         else:
             _otel_trace = trace
+
+
+def subscription_of(params: Any) -> Any:
+    """The subscription id a notification's ``_meta`` names, if any."""
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            return meta.get(META_SUBSCRIPTION_ID)
+    return None
 
 
 class Core:
@@ -205,9 +220,10 @@ class Core:
         self.server_info: Implementation | None = None
         self.server_capabilities = ServerCapabilities()
         self.instructions: str | None = None
-        self.on_notification: Callable[[str, msgspec.Raw, Any], None] | None = None
-        """Called with each notification the server starts (list changes, resource
-        updates): method, raw params, and the subscription id it names (if any)."""
+        self.on_notification: Callable[[str], None] | None = None
+        """Called with the method of each notification the server starts (list changes,
+        resource updates), before the subscriptions get it."""
+        self.subscriptions: set[Subscription] = set()
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
         self._progress: dict[int | str, tuple[OnProgress | None, Deadline]] = {}
@@ -243,6 +259,8 @@ class Core:
         self._ready = True
 
     async def close(self) -> None:
+        for subscription in tuple(self.subscriptions):
+            await subscription.aclose()
         tasks = [t for t in (self._pump, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -349,6 +367,10 @@ class Core:
             encode_notification("notifications/initialized"), headers=self.headers_for("", None)
         )
         self._remember("handshake")
+        if self._pump is not None and self.http:
+            self._pump.cancel()  # the GET stream of the old session ended with it
+            self._pump = None
+            self.start_pump()
 
     def _remember(self, era: eras.Era) -> None:
         """Remember what a probe found (a forced era proves nothing about the server's
@@ -504,13 +526,23 @@ class Core:
             message = reply.message
             if not message.error:
                 return message.result
-            error = self._error(reply)
+            error = self.error_of(reply)
             if recover and await self._recover(error, generation):
                 recover = False
                 continue
             raise error
 
-    def _error(self, reply: Reply) -> ProtocolError:
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def meta_for_call(self, token: int | None) -> msgspec.Raw:
+        """A request's ``_meta`` for this era, with a fresh ``traceparent``."""
+        trace = traceparent().encode()
+        if token is None:
+            return msgspec.Raw(self._meta_head + trace + _TRACE_TAIL)
+        return msgspec.Raw(self._meta_head + trace + b'","progressToken":%d}' % token)
+
+    def error_of(self, reply: Reply) -> ProtocolError:
         try:
             found = _ERROR.decode(reply.message.error)
         except msgspec.DecodeError:
@@ -588,9 +620,23 @@ class Core:
             await self._progressed(message.params)
         elif method == "notifications/message":
             self._server_logged(message.params)
-        elif method != "notifications/cancelled" and self.on_notification is not None:
+        elif method != "notifications/cancelled":
             assert isinstance(method, str)
-            self.on_notification(method, message.params, None)
+            self.notify(method, message.params)
+
+    def notify(self, method: str, raw: msgspec.Raw) -> None:
+        """A notification the server started: to the list cache, then the subscriptions."""
+        if self.on_notification is not None:
+            self.on_notification(method)
+        if not self.subscriptions:
+            return
+        try:
+            params = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError:
+            params = None
+        subscription = subscription_of(params)
+        for target in tuple(self.subscriptions):
+            target.offer(method, params, subscription)
 
     async def _progressed(self, raw: msgspec.Raw) -> None:
         try:
