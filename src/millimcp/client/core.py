@@ -367,10 +367,17 @@ class Core:
             encode_notification("notifications/initialized"), headers=self.headers_for("", None)
         )
         self._remember("handshake")
-        if self._pump is not None and self.http:
-            self._pump.cancel()  # the GET stream of the old session ended with it
-            self._pump = None
+        if self.http and (self._pump is not None or self._answers_requests()):
+            # A client that declared roots, sampling or elicitation may be asked outside any
+            # call (roots/list after initialized): those requests come on the GET stream.
+            if self._pump is not None:
+                self._pump.cancel()  # the GET stream of the old session ended with it
+                self._pump = None
             self.start_pump()
+
+    def _answers_requests(self) -> bool:
+        caps = self.capabilities
+        return caps.roots is not None or caps.sampling is not None or caps.elicitation is not None
 
     def _remember(self, era: eras.Era) -> None:
         """Remember what a probe found (a forced era proves nothing about the server's
