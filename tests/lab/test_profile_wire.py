@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
 
 from millimcp.errors import ConnectionLost, FrameTooLarge
+from millimcp.lab._table import Table, duration
 from millimcp.lab.profile import parse_server_timing, stage_order, summarize
 from millimcp.lab.timed_http import Endpoint, _ResponseReader
 
@@ -141,3 +145,35 @@ def test_stage_order_and_summary() -> None:
     assert stages["server handler"].p95_ms == pytest.approx(13e-6)
     assert stages["server handler"].share == pytest.approx(40.0)
     assert summarize([]) == ({}, summarize([])[1])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_tables_are_plain_off_a_terminal_and_rich_on_one() -> None:
+    table = Table([("stage", "left"), ("mean", "right")])
+    table.add(["decode", "1.5 µs"])
+    table.add(["total", "2 ms"], "bold", rule=True)
+    plain = io.StringIO()
+    table.print(plain)
+    assert plain.getvalue() == (
+        "stage     mean\n------  ------\ndecode  1.5 µs\n------  ------\ntotal     2 ms\n"
+    )
+    terminal = _Terminal()
+    table.print(terminal)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", terminal.getvalue())  # colours off
+    assert "┃ stage  ┃   mean ┃" in shown
+    assert "│ total  │   2 ms │" in shown
+
+
+def test_durations_keep_three_digits() -> None:
+    assert [duration(x) for x in (0.0123, 0.5, 1.234, 12.34, 123.4, 1234.0)] == [
+        "12.3 µs",
+        "500.0 µs",
+        "1.23 ms",
+        "12.3 ms",
+        "123.4 ms",
+        "1.23 s",
+    ]
