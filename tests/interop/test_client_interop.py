@@ -211,7 +211,7 @@ def outward_address() -> str | None:
     return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
-async def _exercise_everything(client: Client, peer: Peer, *, roots: bool) -> None:
+async def _exercise_everything(client: Client, peer: Peer) -> None:
     assert client.era == "handshake"  # found by falling back from server/discover
     assert client.protocol_version == "2025-11-25"
     assert client.server_info is not None
@@ -257,9 +257,8 @@ async def _exercise_everything(client: Client, peer: Peer, *, roots: bool) -> No
         "text": "Resource trigger-sampling-request context: capital?",
     }
 
-    if roots:
-        listed = await client.call_tool("get-roots-list")
-        assert f"URI: {ROOTS[0]}" in text_of(listed)
+    listed = await client.call_tool("get-roots-list")
+    assert f"URI: {ROOTS[0]}" in text_of(listed)
 
     missing = await client.call_tool("no-such-tool", {})  # the TypeScript SDK's way
     assert missing.is_error is True
@@ -287,15 +286,14 @@ async def test_server_everything_over_stdio(everything: list[str]) -> None:
     peer = Peer()
     node, entry = everything
     async with Client.over_stdio(node, [entry, "stdio"], **peer.options()) as client:
-        await _exercise_everything(client, peer, roots=True)
+        await _exercise_everything(client, peer)
 
 
 async def test_server_everything_over_http(everything_url: str) -> None:
     peer = Peer()
     async with Client.over_http(everything_url, **peer.options()) as client:
-        # get-roots-list asks outside any call, on the GET stream, which the client does not
-        # open yet in the handshake era: the roots round trip is checked over stdio only.
-        await _exercise_everything(client, peer, roots=False)
+        # get-roots-list asks outside any call: the request comes on the GET stream.
+        await _exercise_everything(client, peer)
 
 
 # -- the millimcp server over stdio -------------------------------------------------------------

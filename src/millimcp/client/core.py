@@ -369,7 +369,9 @@ class Core:
             encode_notification("notifications/initialized"), headers=self.headers_for("", None)
         )
         self._remember("handshake")
-        if self.http and (self._pump is not None or self.handlers.answers_requests()):
+        if self.http and (self._pump is not None or self._answers_requests()):
+            # A client that declared roots, sampling or elicitation may be asked outside any
+            # call (roots/list after initialized): those requests come on the GET stream.
             if self._pump is not None:
                 self._pump.cancel()  # the GET stream of the old session ended with it
                 self._pump = None
@@ -396,6 +398,10 @@ class Core:
             )
         finally:
             waiter.cancel()
+
+    def _answers_requests(self) -> bool:
+        caps = self.capabilities
+        return caps.roots is not None or caps.sampling is not None or caps.elicitation is not None
 
     def _remember(self, era: eras.Era) -> None:
         """Remember what a probe found (a forced era proves nothing about the server's

@@ -77,10 +77,6 @@ class Handlers:
             roots={} if self.roots is not None else None,
         )
 
-    def answers_requests(self) -> bool:
-        """Whether the client answers any server-to-client request."""
-        return not (self.elicitation is None and self.sampling is None and self.roots is None)
-
     async def answer(self, request: InputRequest) -> bytes:
         """The JSON answer to one input request (modern era, from ``inputRequests``).
 
