@@ -154,7 +154,7 @@ async def run(url: str, scenario: str, version: str, context: dict[str, Any]) ->
     async with Client.over_http(
         url,
         era=era,
-        timeout=Timeout(total=10.0, connect=5.0),
+        timeout=Timeout(total=60.0, connect=30.0),  # the suite runs every scenario at once
         elicitation=elicit,
         sampling=sample,
         roots=ROOTS,
