@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from loadgen import ECHO_TEXT, ProtocolError, build_request, response_ok
 from server_overhead import (
@@ -88,6 +89,7 @@ CLIENTS: dict[str, ClientSpec] = {
         ClientSpec("millimcp", "millimcp Client.over_http(url), defaults: era='auto'"),
         ClientSpec("aiohttp", "raw aiohttp ClientSession, pre-serialized body and headers"),
         ClientSpec("streams", "raw asyncio streams, hand-written HTTP/1.1, one connection/task"),
+        ClientSpec("lean", "millimcp's client core over StreamsLink (benchmark only, no aiohttp)"),
     )
 }
 
@@ -216,11 +218,98 @@ async def open_streams(
                 await conn.writer.wait_closed()
 
 
+class StreamsLink:
+    """A benchmark-only :class:`millimcp.client.link.Link`: HTTP/1.1 keep-alive over asyncio
+    streams, replies framed by ``Content-Length`` (JSON only: no SSE, no compression, no
+    session, no server-to-client messages). Under millimcp's client core it shows what the core
+    would cost over a transport as lean as the ``streams`` loop."""
+
+    kind = "http"
+    session_id = None
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or HOST, parts.port or 80
+        self.prefix = (
+            f"POST {parts.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        ).encode()
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for _, writer in idle:
+            writer.close()
+
+    async def request(
+        self, request_id: int | str, body: bytes, *, headers: Any, on_message: Any
+    ) -> Any:
+        from millimcp.client.link import Reply
+        from millimcp.protocol import decode_message
+
+        status, data = await self._exchange(body, headers)
+        return Reply(decode_message(data), status)
+
+    async def send(self, body: bytes, *, headers: Any) -> None:
+        await self._exchange(body, headers)
+
+    async def _exchange(self, body: bytes, headers: Any) -> tuple[int, bytes]:
+        conn = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
+        reader, writer = conn
+        try:
+            extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+            writer.write(
+                b"%s%sContent-Length: %d\r\n\r\n%s" % (self.prefix, extra.encode(), len(body), body)
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            lower = head.lower()
+            start = lower.find(b"\r\ncontent-length:")
+            if start < 0:
+                raise ProtocolError(f"no Content-Length: {head[:300]!r}")
+            start += 17
+            data = await reader.readexactly(int(lower[start : lower.index(b"\r\n", start)]))
+        except BaseException:
+            writer.close()  # a cancelled or broken exchange never goes back to the pool
+            raise
+        self.idle.append(conn)
+        return int(head[9:12]), data
+
+    async def unsolicited(self) -> AsyncIterator[Any]:
+        return
+        yield
+
+    def reset_session(self) -> None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_lean(
+    url: str, in_flight: int
+) -> AsyncIterator[tuple[list[Call], Callable[[], str]]]:
+    from millimcp import Client
+
+    async with Client(StreamsLink(url), key=url) as client:  # type: ignore[arg-type]
+        first = await client.call_tool("echo", {"text": ECHO_TEXT})
+        text = getattr(first.content[0], "text", None) if first.content else None
+        if first.is_error or text != ECHO_TEXT:
+            raise RuntimeError(f"unexpected first answer: {first!r}")
+
+        async def call() -> bool:
+            result = await client.call_tool("echo", {"text": ECHO_TEXT})
+            return not result.is_error
+
+        yield [call] * in_flight, lambda: f"era {client.era}, {client.protocol_version}"
+
+
 OPENERS: dict[str, Callable[[str, int], contextlib.AbstractAsyncContextManager[Any]]] = {
     "official": open_official,
     "millimcp": open_millimcp,
     "aiohttp": open_aiohttp,
     "streams": open_streams,
+    "lean": open_lean,
 }
 
 
@@ -600,6 +689,11 @@ def print_targets(reports: list[Report]) -> None:
     if mine.cpu_vs_streams is not None:
         verdict = "met" if mine.cpu_vs_streams <= 3 else "not met"
         print(f"  {mine.cpu_vs_streams:.2f}x the raw streams loop (stretch <= 3x: {verdict})")
+    if (lean := ok.get(("lean", top))) is not None and lean.cpu_vs_streams is not None:
+        print(
+            f"  over a lean transport (client 'lean'): {lean.cpu_vs_streams:.2f}x the raw streams"
+            f" loop, {m / lean.median['client_cpu_us_per_call']:.2f}x less CPU than over aiohttp"
+        )
 
 
 # --------------------------------------------------------------------------- profiling
