@@ -228,6 +228,10 @@ class StreamsLink:
     session_id = None
 
     def __init__(self, url: str) -> None:
+        from millimcp.client.link import Reply
+        from millimcp.protocol import decode_message
+
+        self.reply, self.decode = Reply, decode_message
         parts = urlsplit(url)
         self.host, self.port = parts.hostname or HOST, parts.port or 80
         self.prefix = (
@@ -247,11 +251,8 @@ class StreamsLink:
     async def request(
         self, request_id: int | str, body: bytes, *, headers: Any, on_message: Any
     ) -> Any:
-        from millimcp.client.link import Reply
-        from millimcp.protocol import decode_message
-
         status, data = await self._exchange(body, headers)
-        return Reply(decode_message(data), status)
+        return self.reply(self.decode(data), status)
 
     async def send(self, body: bytes, *, headers: Any) -> None:
         await self._exchange(body, headers)
@@ -737,6 +738,8 @@ def classify(filename: str, function: str) -> str:
     if filename == "~":
         return next((label for key, label in _C_GROUPS if key in function), "other C builtins")
     path = "/" + filename.replace("\\", "/")
+    if function.startswith("StreamsLink."):
+        return "StreamsLink (lean transport)"
     if function in LOOP_FRAMES:  # py-spy: the loop's own C work (socket reads, epoll, callbacks)
         return "event loop (C)"
     return next((label for key, label in _GROUPS if key in path), "other Python")
