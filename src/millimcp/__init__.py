@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from millimcp.cache import Cache, CacheConfig
+    from millimcp.client import Client, ToolResult
     from millimcp.errors import ConfigurationError, MillimcpError, ProtocolError, ToolError
     from millimcp.resilience import Limits, Retry, Timeout
     from millimcp.server import Server, ServerConfig, content
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Cache",
     "CacheConfig",
+    "Client",
     "ConfigurationError",
     "Context",
     "HttpConfig",
@@ -35,6 +37,7 @@ __all__ = [
     "StdioConfig",
     "Timeout",
     "ToolError",
+    "ToolResult",
     "content",
 ]
 
@@ -43,6 +46,8 @@ __version__ = "0.1.0"
 _HOMES = {
     "Cache": "millimcp.cache",
     "CacheConfig": "millimcp.cache",
+    "Client": "millimcp.client",
+    "ToolResult": "millimcp.client",
     "ConfigurationError": "millimcp.errors",
     "MillimcpError": "millimcp.errors",
     "ProtocolError": "millimcp.errors",

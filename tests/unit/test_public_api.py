@@ -12,6 +12,7 @@ import millimcp
 EXPECTED_ALL = [
     "Cache",
     "CacheConfig",
+    "Client",
     "ConfigurationError",
     "Context",
     "HttpConfig",
@@ -26,6 +27,7 @@ EXPECTED_ALL = [
     "StdioConfig",
     "Timeout",
     "ToolError",
+    "ToolResult",
     "content",
 ]
 
@@ -40,7 +42,7 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_public_names_are_the_objects_from_their_rooms() -> None:
-    from millimcp import cache, errors, resilience, server, session
+    from millimcp import cache, client, errors, resilience, server, session
     from millimcp.transports import http
 
     assert millimcp.Cache is cache.Cache
@@ -55,6 +57,8 @@ def test_public_names_are_the_objects_from_their_rooms() -> None:
     assert millimcp.InputRequired is session.InputRequired
     assert millimcp.SessionConfig is session.SessionConfig
     assert millimcp.HttpConfig is http.HttpConfig
+    assert millimcp.Client is client.Client
+    assert millimcp.ToolResult is client.ToolResult
     assert millimcp.Limits is resilience.Limits
     assert millimcp.Retry is resilience.Retry
     assert millimcp.Timeout is resilience.Timeout

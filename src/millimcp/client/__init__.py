@@ -1,0 +1,20 @@
+"""The MCP client: ``Client.over_http(url)``, ``Client.over_stdio(command, args)``.
+
+Both protocol eras, pooled connections, per-call deadlines, safe retries and a concurrency
+cap; see ``docs/client.md``. aiohttp (the ``client`` extra) is imported when an HTTP client
+is made.
+"""
+
+from millimcp.client.client import Client
+from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHandler
+from millimcp.client.results import ClientStats, Notification, ToolResult
+
+__all__ = [
+    "Client",
+    "ClientStats",
+    "ElicitationHandler",
+    "Notification",
+    "RootsSource",
+    "SamplingHandler",
+    "ToolResult",
+]

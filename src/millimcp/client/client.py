@@ -1,0 +1,449 @@
+"""The application's client: ``Client.over_http(url)`` and ``Client.over_stdio(command)``.
+
+::
+
+    async with Client.over_http("http://127.0.0.1:8000/mcp", timeout=5.0) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("get_order", {"order_id": 7}, timeout=2.0)
+
+One client talks to one server, in whichever era it speaks (found on open, remembered per
+server, or forced with ``era=``). Calls are capped (``Limits``), bounded in time
+(``Timeout``; a tool's own ``dev.millimcp/timeoutMs`` when the server advertises one),
+retried only when safe (``Retry``), and carry a W3C ``traceparent``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Literal, NamedTuple
+
+import msgspec
+
+from millimcp.client.core import Core, OnProgress, ResultKind
+from millimcp.client.core_headers import (
+    HeaderParam,
+    InvalidHeaderDeclaration,
+    header_params,
+    param_headers,
+)
+from millimcp.client.core_types import (
+    CallResult,
+    PromptPage,
+    PromptResult,
+    ReadResult,
+    ResourcePage,
+    TemplatePage,
+    ToolPage,
+    blocks,
+    contents,
+    prompt_messages,
+)
+from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
+from millimcp.client.link import Link
+from millimcp.client.list_cache import ListCache
+from millimcp.client.results import ClientStats, ToolResult
+from millimcp.protocol.types import (
+    CompleteResult,
+    Completion,
+    CompletionRef,
+    GetPromptResult,
+    Implementation,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ServerCapabilities,
+    Tool,
+)
+from millimcp.resilience.policy import Limits, Retry, Timeout
+
+__all__ = ["Client"]
+
+log: Final = logging.getLogger("millimcp.client")
+
+TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
+"""Where a millimcp server advertises a tool's own timeout (``Tool._meta``)."""
+TOOL_TIMEOUT_GRACE_S: Final = 0.5
+"""Added to a tool's advertised timeout: the server enforces it and answers; the client's
+deadline only catches a server that does not."""
+_MAX_PAGES: Final = 1000
+
+_CALL: Final = ResultKind(CallResult, mrtr=True)
+_READ: Final = ResultKind(ReadResult, mrtr=True)
+_PROMPT: Final = ResultKind(PromptResult, mrtr=True)
+_COMPLETE: Final = ResultKind(CompleteResult)
+_PAGES: Final[dict[str, tuple[str, ResultKind[Any], str]]] = {
+    "tools": ("tools/list", ResultKind(ToolPage), "tools"),
+    "resources": ("resources/list", ResultKind(ResourcePage), "resources"),
+    "templates": ("resources/templates/list", ResultKind(TemplatePage), "resource_templates"),
+    "prompts": ("prompts/list", ResultKind(PromptPage), "prompts"),
+}
+
+
+class _ToolInfo(NamedTuple):
+    """What the client learned about a tool from ``tools/list``."""
+
+    timeout: float | None
+    idempotent: bool
+    headers: tuple[HeaderParam, ...]
+
+
+class Client:
+    """An MCP client for one server. Use ``async with``, or :meth:`open` and :meth:`close`."""
+
+    def __init__(
+        self,
+        link: Link,
+        *,
+        key: str,
+        limits: Limits | None = None,
+        timeout: Timeout | float | None = Timeout(),  # noqa: B008 (frozen value object)
+        retry: Retry | None = Retry(),  # noqa: B008
+        era: Literal["auto", "modern", "handshake"] = "auto",
+        elicitation: ElicitationHandler | None = None,
+        sampling: SamplingHandler | None = None,
+        roots: RootsSource | None = None,
+        client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
+    ) -> None:
+        if isinstance(client_info, tuple):
+            client_info = Implementation(name=client_info[0], version=client_info[1])
+        self._timeout = Timeout.coerce(timeout)
+        self._core = Core(
+            link,
+            key,
+            limits=limits or Limits(),
+            timeout=self._timeout,
+            retry=retry,
+            era=era,
+            handlers=Handlers(elicitation, sampling, roots),
+            client_info=client_info,
+        )
+        self._core.on_notification = self._on_notification
+        self._lists = ListCache()
+        self._tools: dict[str, _ToolInfo] = {}
+        self._opened = False
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def over_http(
+        cls,
+        url: str,
+        *,
+        limits: Limits | None = None,
+        timeout: Timeout | float | None = Timeout(),  # noqa: B008
+        retry: Retry | None = Retry(),  # noqa: B008
+        era: Literal["auto", "modern", "handshake"] = "auto",
+        headers: Mapping[str, str] | None = None,
+        elicitation: ElicitationHandler | None = None,
+        sampling: SamplingHandler | None = None,
+        roots: RootsSource | None = None,
+        client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
+        max_message_bytes: int | None = None,
+        ssl: Any = None,
+    ) -> Client:
+        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
+
+        ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
+        aiohttp (an ``ssl.SSLContext``, or False to skip verification).
+        """
+        from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES, HttpLink
+
+        limits = limits or Limits()
+        timeout = Timeout.coerce(timeout)
+        link = HttpLink(
+            url,
+            limits=limits,
+            timeout=timeout,
+            headers=headers,
+            max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
+            ssl=ssl,
+        )
+        return cls(
+            link,
+            key=url,
+            limits=limits,
+            timeout=timeout,
+            retry=retry,
+            era=era,
+            elicitation=elicitation,
+            sampling=sampling,
+            roots=roots,
+            client_info=client_info,
+        )
+
+    @classmethod
+    def over_stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        max_line_bytes: int | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client of a server run as a subprocess speaking MCP on its stdin/stdout.
+
+        ``options`` are those of :meth:`over_http` (``limits``, ``timeout``, ``retry``,
+        ``era``, the handlers, ``client_info``).
+        """
+        from millimcp.client.stdio_link import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
+            StdioLink,
+        )
+
+        extra = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
+        link = StdioLink(command, list(args), env=env, cwd=cwd, **extra)
+        key = "stdio:" + " ".join([command, *args]) + (f" @{cwd}" if cwd else "")
+        return cls(link, key=key, **options)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect and find the server's era."""
+        if not self._opened:
+            await self._core.open()
+            self._opened = True
+
+    async def close(self) -> None:
+        """Close the connections (and end the session, or the process). Idempotent."""
+        self._opened = False
+        await self._core.close()
+
+    async def __aenter__(self) -> Client:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<Client {self._core.key} era={self.era} version={self.protocol_version}>"
+
+    # -- what the server told us ----------------------------------------------------------
+
+    @property
+    def era(self) -> Literal["modern", "handshake"] | None:
+        return self._core.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._core.version
+
+    @property
+    def server_info(self) -> Implementation | None:
+        return self._core.server_info
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        return self._core.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self._core.instructions
+
+    @property
+    def stats(self) -> ClientStats:
+        """A snapshot of the counters (calls, retries, timeouts, connections)."""
+        stats = dataclasses.replace(self._core.stats)
+        link = self._core.link
+        stats.connections_opened = getattr(link, "connections_opened", 0)
+        stats.connections_reused = getattr(link, "connections_reused", 0)
+        return stats
+
+    # -- tools ----------------------------------------------------------------------------
+
+    async def list_tools(self, *, timeout: Timeout | float | None = None) -> list[Tool]:
+        """Every tool (all pages), reused while the server's ``ttlMs`` allows.
+
+        Over HTTP, a tool whose ``x-mcp-header`` declarations break the spec's rules is left
+        out, with a warning in the log.
+        """
+        tools: list[Tool] = await self._list("tools", timeout)
+        return tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout | float | None = None,
+        on_progress: OnProgress | None = None,
+        idempotent: bool | None = None,
+    ) -> ToolResult:
+        """Call a tool. ``timeout`` (seconds or a :class:`Timeout`) overrides the tool's own
+        (``dev.millimcp/timeoutMs``, learned from :meth:`list_tools`) and the client's.
+
+        Retried after a failure only when safe: the request never left, or the tool is
+        ``readOnlyHint``/``idempotentHint`` (``idempotent`` overrides the annotations).
+        ``on_progress(progress, total, message)`` gets the tool's progress notifications.
+        """
+        core = self._core
+        info = self._tools.get(name)
+        extra = None
+        if info is not None:
+            if info.headers and arguments and core.http:
+                extra = param_headers(info.headers, arguments)
+            if idempotent is None:
+                idempotent = info.idempotent
+            if timeout is None and info.timeout is not None:
+                timeout = info.timeout
+        call_timeout = self._timeout if timeout is None else self._per_call(timeout)
+        result = await core.call(
+            "tools/call",
+            {"name": name, "arguments": {} if arguments is None else arguments},
+            _CALL,
+            name=name,
+            extra_headers=extra,
+            idempotent=bool(idempotent),
+            timeout=call_timeout,
+            on_progress=on_progress,
+        )
+        return ToolResult(
+            blocks(result.content),
+            result.structured_content,
+            bool(result.is_error),
+            result.meta,
+        )
+
+    # -- resources ------------------------------------------------------------------------
+
+    async def list_resources(self, *, timeout: Timeout | float | None = None) -> list[Resource]:
+        resources: list[Resource] = await self._list("resources", timeout)
+        return resources
+
+    async def list_resource_templates(
+        self, *, timeout: Timeout | float | None = None
+    ) -> list[ResourceTemplate]:
+        templates: list[ResourceTemplate] = await self._list("templates", timeout)
+        return templates
+
+    async def read_resource(
+        self, uri: str, *, timeout: Timeout | float | None = None
+    ) -> ReadResourceResult:
+        """A resource's contents (``TextResourceContents`` / ``BlobResourceContents``).
+
+        A handshake-era server sends no caching hints: ``ttl_ms`` is then 0 and
+        ``cache_scope`` ``"private"``.
+        """
+        result = await self._core.call(
+            "resources/read", {"uri": uri}, _READ, name=uri, timeout=self._per_call(timeout)
+        )
+        return ReadResourceResult(
+            contents=[contents(item) for item in result.contents],
+            ttl_ms=result.ttl_ms or 0,
+            cache_scope="public" if result.cache_scope == "public" else "private",
+            meta=result.meta,
+        )
+
+    # -- prompts and completion -----------------------------------------------------------
+
+    async def list_prompts(self, *, timeout: Timeout | float | None = None) -> list[Prompt]:
+        prompts: list[Prompt] = await self._list("prompts", timeout)
+        return prompts
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        result = await self._core.call(
+            "prompts/get", params, _PROMPT, name=name, timeout=self._per_call(timeout)
+        )
+        return GetPromptResult(
+            messages=prompt_messages(result), description=result.description, meta=result.meta
+        )
+
+    async def complete(
+        self,
+        ref: CompletionRef,
+        argument: tuple[str, str],
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: Timeout | float | None = None,
+    ) -> Completion:
+        """Completions for one argument of a prompt or resource template: ``argument`` is
+        ``(name, value so far)``; ``context`` the arguments already chosen."""
+        params: dict[str, Any] = {
+            "ref": ref,
+            "argument": {"name": argument[0], "value": argument[1]},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        result = await self._core.call(
+            "completion/complete", params, _COMPLETE, timeout=self._per_call(timeout)
+        )
+        assert isinstance(result, CompleteResult)
+        return result.completion
+
+    # -- notifications --------------------------------------------------------------------
+
+    def _on_notification(self, method: str, params: msgspec.Raw, subscription: Any) -> None:
+        self._lists.on_notification(method)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _per_call(self, timeout: Timeout | float | None) -> Timeout | None:
+        """A per-call timeout: seconds replace the client's total, a Timeout replaces it."""
+        if timeout is None:
+            return None
+        if isinstance(timeout, Timeout):
+            return timeout
+        return dataclasses.replace(self._timeout, total=float(timeout))
+
+    async def _list(self, kind: str, timeout: Timeout | float | None) -> list[Any]:
+        cached = self._lists.get(kind)
+        if cached is not None:
+            return cached
+        method, result_kind, field = _PAGES[kind]
+        items: list[Any] = []
+        cursor: str | None = None
+        ttl: int | None = None
+        for _ in range(_MAX_PAGES):
+            params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+            page = await self._core.call(
+                method, params, result_kind, timeout=self._per_call(timeout)
+            )
+            items.extend(getattr(page, field))
+            ttl = page.ttl_ms if ttl is None else min(ttl, page.ttl_ms or 0)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        if kind == "tools":
+            items = self._learn_tools(items)
+        self._lists.put(kind, items, ttl if self._core.era == "modern" else None)
+        return items
+
+    def _learn_tools(self, tools: list[Tool]) -> list[Tool]:
+        """Remember each tool's timeout, idempotency and headers; drop invalid ones (HTTP)."""
+        known: dict[str, _ToolInfo] = {}
+        kept: list[Tool] = []
+        for tool in tools:
+            try:
+                headers = header_params(tool.input_schema) if self._core.http else ()
+            except InvalidHeaderDeclaration as exc:
+                log.warning("ignoring tool %r: invalid x-mcp-header: %s", tool.name, exc)
+                continue
+            timeout_ms = (tool.meta or {}).get(TIMEOUT_META_KEY)
+            timeout = None
+            if isinstance(timeout_ms, int | float) and timeout_ms > 0:
+                timeout = timeout_ms / 1000 + TOOL_TIMEOUT_GRACE_S
+            notes = tool.annotations
+            idempotent = notes is not None and bool(notes.read_only_hint or notes.idempotent_hint)
+            known[tool.name] = _ToolInfo(timeout, idempotent, headers)
+            kept.append(tool)
+        self._tools = known
+        return kept

@@ -1,0 +1,406 @@
+"""The Streamable HTTP link: JSON-RPC message bytes over an aiohttp keep-alive pool.
+
+One :class:`HttpLink` talks to one MCP endpoint. Its pool holds up to
+``Limits.connections`` connections (by default as many as calls may be in flight, so a
+burst never waits for a socket), each kept alive for ``Limits.keepalive_expiry_s``; DNS
+answers are cached and every socket has TCP_NODELAY (aiohttp sets it). Keep the expiry
+below the server's own keep-alive timeout (millimcp serves 60 s): a connection the server
+closes while a request is being written fails that request with
+:class:`~millimcp.errors.ConnectionLost`, which is never retried for a call that is not
+idempotent.
+
+Replies come as one JSON body or as an SSE stream; both are read here, capped at
+``max_message_bytes`` per message. Bodies are asked for with ``Accept-Encoding: zstd, gzip``
+(zstd only when ``zstandard`` is installed) and decoded here, with the same cap on the
+decoded size. Errors: a refused or timed-out connect is :class:`~millimcp.errors.NotSent`;
+a connection that breaks after the request went out is
+:class:`~millimcp.errors.ConnectionLost`; an HTTP refusal whose body is not a JSON-RPC
+message is :class:`~millimcp.errors.RequestRejected`. A JSON-RPC error comes back as a
+:class:`~millimcp.client.link.Reply` with its status, for the core to raise.
+
+Cancelling :meth:`HttpLink.request` closes the response's connection, which is how the
+server learns that the request is cancelled (both eras).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final, Literal
+
+import aiohttp
+import msgspec
+
+from millimcp.client.link import OnMessage, Reply
+from millimcp.codec.compress import available, decompress
+from millimcp.errors import (
+    ConnectionLost,
+    FrameTooLarge,
+    NotSent,
+    ProtocolError,
+    RequestRejected,
+)
+from millimcp.protocol import Message, decode_message
+from millimcp.resilience.policy import Limits, Timeout
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "SseParser"]
+
+log: Final = logging.getLogger("millimcp.client")
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""The largest reply body or SSE event accepted (after decompression)."""
+_DNS_TTL_S: Final = 300
+_GET_RETRIES: Final = 5
+"""Reconnects of the GET stream in a row that may fail before it is given up."""
+_DELETE_TIMEOUT_S: Final = 2.0
+
+
+class SseParser:
+    """An incremental ``text/event-stream`` parser: feed bytes, get each event's data.
+
+    Lines end with LF or CRLF. Comments (``:`` lines) and events without data are skipped;
+    ``id`` and ``retry`` fields are remembered (:attr:`last_id`, :attr:`retry_ms`), for
+    reconnecting with ``Last-Event-ID``. An event (or an unfinished line) longer than
+    ``limit`` bytes raises :class:`FrameTooLarge`.
+    """
+
+    __slots__ = ("_buffer", "_data", "_size", "last_id", "limit", "retry_ms")
+
+    def __init__(self, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self.limit = limit
+        self.last_id: str | None = None
+        self.retry_ms: int | None = None
+        self._buffer = b""
+        self._data: list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The data of every event that ``chunk`` completes, in order."""
+        buffer = self._buffer + chunk if self._buffer else chunk
+        events: list[bytes] = []
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            line = buffer[start:end]
+            start = end + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if self._data:
+                    data = b"\n".join(self._data)
+                    if data:  # an empty event (a priming one) dispatches nothing
+                        events.append(data)
+                    self._data = []
+                    self._size = 0
+                continue
+            if line[0] == 0x3A:  # ":" a comment (keep-alive)
+                continue
+            name, colon, value = line.partition(b":")
+            if colon and value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                self._size += len(value) + 1
+                if self._size > self.limit:
+                    raise FrameTooLarge(self.limit)
+                self._data.append(value)
+            elif name == b"id":
+                if b"\x00" not in value:
+                    self.last_id = value.decode("utf-8", "replace")
+            elif name == b"retry" and value.isdigit():
+                self.retry_ms = int(value)
+            # "event" and unknown fields: every event is a JSON-RPC message
+        rest = buffer[start:]
+        if len(rest) + self._size > self.limit:
+            raise FrameTooLarge(self.limit)
+        self._buffer = rest
+        return events
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: delta-seconds or an HTTP date; None if absent or invalid."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class HttpLink:
+    """A :class:`~millimcp.client.link.Link` to one Streamable HTTP endpoint."""
+
+    kind: Literal["http", "stdio"] = "http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: Limits | None = None,
+        timeout: Timeout | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        ssl: Any = None,
+    ) -> None:
+        self.url = url
+        self.limits = limits or Limits()
+        self.timeout = timeout or Timeout()
+        self.max_message_bytes = max_message_bytes
+        self.connections_opened = 0
+        self.connections_reused = 0
+        self._ssl = ssl
+        coding = "zstd, gzip" if available("zstd") else "gzip"
+        self._base_headers: dict[str, str] = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Accept-Encoding": coding,
+            **(headers or {}),
+        }
+        self._session: aiohttp.ClientSession | None = None
+        self._session_id: str | None = None
+        self._version: str | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._session is not None else "new"
+        return (
+            f"<HttpLink {self.url} {state} opened={self.connections_opened} "
+            f"reused={self.connections_reused} session={self._session_id is not None}>"
+        )
+
+    # -- Link -------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._session is not None:
+            return
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_end.append(self._on_new_connection)
+        trace.on_connection_reuseconn.append(self._on_reused_connection)
+        connector = aiohttp.TCPConnector(
+            limit=self.limits.connections,
+            limit_per_host=0,
+            keepalive_timeout=self.limits.keepalive_expiry_s,
+            ttl_dns_cache=_DNS_TTL_S,
+            ssl=self._ssl if self._ssl is not None else True,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._base_headers,
+            timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout.connect),
+            trace_configs=[trace],
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent",),
+        )
+        self._closed = False
+
+    async def close(self) -> None:
+        session = self._session
+        if session is None or self._closed:
+            return
+        self._closed = True
+        try:
+            if self._session_id is not None:
+                await self._delete_session(session)
+        finally:
+            self._session = None
+            await session.close()
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    def reset_session(self) -> None:
+        self._session_id = None
+
+    async def request(
+        self,
+        request_id: int | str,
+        body: bytes,
+        *,
+        headers: Mapping[str, str],
+        on_message: OnMessage,
+    ) -> Reply:
+        session = self._session
+        if session is None:
+            raise NotSent("the client is closed")
+        if self._session_id is not None:
+            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        try:
+            response = await session.post(self.url, data=body, headers=headers)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise NotSent(f"could not connect to {self.url}: {exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+        try:
+            if self._session_id is None:
+                session_id = response.headers.get("Mcp-Session-Id")
+                if session_id is not None:
+                    self._session_id = session_id
+            content_type = response.headers.get("Content-Type", "")
+            if content_type.startswith("text/event-stream"):
+                return await self._read_stream(response, request_id, on_message)
+            data = await self._read_body(response)
+        except asyncio.CancelledError:
+            response.close()  # the server sees the disconnect: the request is cancelled
+            raise
+        except aiohttp.ClientError as exc:
+            response.close()
+            raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+        except BaseException:
+            response.close()
+            raise
+        return self._reply(response, data)
+
+    async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
+        session = self._session
+        if session is None:
+            raise NotSent("the client is closed")
+        version = headers.get("MCP-Protocol-Version")
+        if version is not None:
+            self._version = version
+        if self._session_id is not None:
+            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        try:
+            async with session.post(self.url, data=body, headers=headers) as response:
+                if response.status >= 300:
+                    text = (await response.read())[:500].decode("utf-8", "replace")
+                    raise RequestRejected(response.status, text or response.reason or "")
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise NotSent(f"could not connect to {self.url}: {exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+
+    async def unsolicited(self) -> AsyncIterator[Message]:
+        """The handshake era's GET stream, reconnected with ``Last-Event-ID`` when it drops.
+
+        Ends at once without a session (the modern era has no GET stream), when the server
+        refuses the stream (405, 404: the session ended), after several failed reconnects in
+        a row, or when the link closes.
+        """
+        last_id: str | None = None
+        retry_s = 1.0
+        failures = 0
+        while not self._closed and self._session is not None and self._session_id is not None:
+            headers = {"Accept": "text/event-stream", "Mcp-Session-Id": self._session_id}
+            if self._version is not None:
+                headers["MCP-Protocol-Version"] = self._version
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            try:
+                async with self._session.get(self.url, headers=headers) as response:
+                    if response.status != 200 or not response.headers.get(
+                        "Content-Type", ""
+                    ).startswith("text/event-stream"):
+                        log.debug("GET stream refused: HTTP %d", response.status)
+                        return
+                    failures = 0
+                    parser = SseParser(self.max_message_bytes)
+                    async for chunk in response.content.iter_any():
+                        for data in parser.feed(chunk):
+                            message = _decode_or_none(data)
+                            if message is not None:
+                                yield message
+                        last_id = parser.last_id or last_id
+                        if parser.retry_ms is not None:
+                            retry_s = parser.retry_ms / 1000
+            except (aiohttp.ClientError, FrameTooLarge) as exc:
+                failures += 1
+                log.debug("GET stream broke (%r); reconnecting", exc)
+                if failures > _GET_RETRIES:
+                    return
+            await asyncio.sleep(retry_s)
+
+    # -- reading replies ----------------------------------------------------------------
+
+    async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
+        limit = self.max_message_bytes
+        length = response.content_length
+        if length is not None and length > limit:
+            raise FrameTooLarge(limit)
+        if length is not None:
+            data = await response.read()
+        else:
+            chunks = []
+            size = 0
+            async for chunk in response.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise FrameTooLarge(limit)
+                chunks.append(chunk)
+            data = b"".join(chunks)
+        coding = response.headers.get("Content-Encoding")
+        if coding is not None:
+            data = decompress(data, coding, limit)
+        return data
+
+    def _reply(self, response: aiohttp.ClientResponse, data: bytes) -> Reply:
+        status = response.status
+        if status < 300:
+            if not data:
+                raise RequestRejected(status, "the server answered a request with no response")
+            return Reply(decode_message(data), status)
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        message: Message | None = None
+        if data[:1] == b"{":
+            with contextlib.suppress(ProtocolError):
+                message = decode_message(data)
+        if message is None or not message.error:
+            text = data[:500].decode("utf-8", "replace") or response.reason or ""
+            error = RequestRejected(status, f"HTTP {status}: {text}")
+            if retry_after is not None:
+                error.retry_after_s = retry_after  # type: ignore[attr-defined]
+            raise error
+        return Reply(message, status, retry_after)
+
+    async def _read_stream(
+        self, response: aiohttp.ClientResponse, request_id: int | str, on_message: OnMessage
+    ) -> Reply:
+        parser = SseParser(self.max_message_bytes)
+        async for chunk in response.content.iter_any():
+            for data in parser.feed(chunk):
+                message = _decode_or_none(data)
+                if message is None:
+                    continue
+                if message.method is not msgspec.UNSET:
+                    await on_message(message)
+                elif message.id == request_id or message.id is msgspec.UNSET:
+                    response.close()  # the stream ends after the response (the spec's SHOULD)
+                    return Reply(message, response.status)
+        raise ConnectionLost("the response stream ended before the response")
+
+    # -- sessions and counters --------------------------------------------------------------
+
+    async def _delete_session(self, session: aiohttp.ClientSession) -> None:
+        headers = {"Mcp-Session-Id": self._session_id or ""}
+        if self._version is not None:
+            headers["MCP-Protocol-Version"] = self._version
+        self._session_id = None
+        try:
+            async with asyncio.timeout(_DELETE_TIMEOUT_S):
+                async with session.delete(self.url, headers=headers) as response:
+                    await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.debug("DELETE of the session failed: %r", exc)
+
+    async def _on_new_connection(self, *_: Any) -> None:
+        self.connections_opened += 1
+
+    async def _on_reused_connection(self, *_: Any) -> None:
+        self.connections_reused += 1
+
+
+def _decode_or_none(data: bytes) -> Message | None:
+    try:
+        return decode_message(data)
+    except ProtocolError as exc:
+        log.warning("ignoring a malformed message from the server: %s", exc)
+        return None
