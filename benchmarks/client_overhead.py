@@ -33,6 +33,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -372,7 +373,29 @@ def _cpu() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
+async def fixed_calls(args: argparse.Namespace) -> WorkerResult:
+    """``--calls N``: exactly N calls over the tasks, no window (for instruction counts)."""
+    url = f"http://{HOST}:{args.port}{PATH}"
+    left = args.calls
+    errors = 0
+
+    async def loop(call: Call) -> None:
+        nonlocal left, errors
+        while left > 0:
+            left -= 1
+            if not await call():
+                errors += 1
+
+    async with OPENERS[args.worker](url, args.in_flight) as (calls, describe):
+        await asyncio.gather(*(loop(call) for call in calls))
+        negotiated = describe()
+    nan = float("nan")
+    return WorkerResult(args.calls, errors, 0, nan, nan, nan, nan, nan, nan, negotiated)
+
+
 async def drive(args: argparse.Namespace) -> WorkerResult:
+    if args.calls is not None:
+        return await fixed_calls(args)
     url = f"http://{HOST}:{args.port}{PATH}"
     load = _Load()
     async with OPENERS[args.worker](url, args.in_flight) as (calls, describe):
@@ -487,6 +510,7 @@ def worker_command(
     in_flight: int,
     server: ServerProcess,
     profile_out: Path | None = None,
+    calls: int | None = None,
 ) -> list[str]:
     command = [
         sys.executable,
@@ -508,6 +532,8 @@ def worker_command(
     ]
     if profile_out is not None:
         command += ["--profile-out", str(profile_out)]
+    if calls is not None:
+        command += ["--calls", str(calls)]
     return command
 
 
@@ -520,7 +546,7 @@ def run_worker(
         tempfile.TemporaryFile("w+") as errors,
         subprocess.Popen(
             command,
-            env=child_env(),
+            env={**child_env(), "PYTHONHASHSEED": "0"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=errors,
@@ -857,6 +883,66 @@ def profile_main(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- instructions
+# CPU time on a shared 2-core VM drifts by 2x within minutes; instruction counts do not. Each
+# client worker runs under callgrind at two call counts against the same server, and the
+# difference per call is the client's own work (interpreter start, imports and connection
+# set-up cancel out). The kernel's share (syscalls, loopback TCP) is not counted.
+
+
+def callgrind_instructions(command: list[str], cpu: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        run_worker(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+            cpu,
+            timeout_s=3600,
+        )
+        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"no summary line in {out}")
+        return int(match.group(1))
+
+
+def instructions_main(args: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install valgrind)")
+        return 2
+    high, low = args.instructions, max(1, args.instructions // 4)
+    print(
+        f"client_overhead --instructions: {', '.join(args.clients)} at {args.in_flight} in"
+        f" flight; callgrind, ({high:,} - {low:,} calls) per client; {args.loop}"
+    )
+    per_call: dict[tuple[str, int], float] = {}
+    server = ServerProcess("millimcp", uvicorn_command(SERVER_MODULE), args.server_cpu)
+    with serving(server):
+        for name in args.clients:
+            if (reason := check_import(name)) is not None:
+                print(f"skipping {name}: {reason}")
+                continue
+            for level in args.in_flight_levels:
+                counts = [
+                    callgrind_instructions(
+                        worker_command(args, name, level, server, calls=n), args.client_cpu
+                    )
+                    for n in (low, high)
+                ]
+                per_call[name, level] = (counts[1] - counts[0]) / (high - low)
+                print(f"  {name:<9} x{level:<3} {per_call[name, level]:12,.0f} instructions/call")
+    print("\nclient instructions per tools/call (user space), and ratios at the same concurrency")
+    print(
+        f"{'client':<9} {'in flight':>9} {'instr/call':>12} {'x aiohttp':>9} {'x official':>10}"
+        f" {'x streams':>9}"
+    )
+    for (name, level), count in per_call.items():
+        ratios = [
+            _fmt(count / per_call[base, level] if (base, level) in per_call else None, fmt)
+            for base, fmt in (("aiohttp", ".2f"), ("official", ".3f"), ("streams", ".2f"))
+        ]
+        print(f"{name:<9} {level:>9} {count:>12,.0f} {ratios[0]:>9} {ratios[1]:>10} {ratios[2]:>9}")
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -895,6 +981,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="CALLS",
+        help="instead of timing: count each client's instructions per call under callgrind"
+        " (CALLS and CALLS/4 calls; deterministic, unlike CPU time on a shared VM)",
+    )
+    parser.add_argument(
         "--profile",
         choices=tuple(CLIENTS),
         help="instead of the benchmark: profile one client over the measured window"
@@ -915,6 +1008,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
         args.in_flight = int(args.in_flight)
@@ -964,6 +1058,8 @@ def main(argv: list[str] | None = None) -> int:
     os.sched_setaffinity(0, {args.client_cpu})
     if args.profile is not None:
         return profile_main(args)
+    if args.instructions is not None:
+        return instructions_main(args)
 
     env = environment(args)
     for name in EXTRA_PACKAGES:
