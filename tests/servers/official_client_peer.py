@@ -1,7 +1,8 @@
 """The official SDK's ``MCPServer`` (``mcp`` 2.3.0) as a peer of millimcp's client.
 
 ``app`` is stateful (sessions, SSE replies): the handshake era, and the modern era for
-requests with 2026-07-28 ``_meta``. Served by uvicorn in the tests.
+requests with 2026-07-28 ``_meta``. Served by uvicorn in the tests; run as a script it
+serves stdio.
 """
 
 from __future__ import annotations
@@ -45,3 +46,7 @@ def ask(topic: str) -> str:
 
 
 app = server.streamable_http_app()
+
+
+if __name__ == "__main__":
+    server.run("stdio")
