@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import ROOT
 
 from millimcp import Client
+from millimcp.client.era import remembered
 from millimcp.errors import CallTimeout
 from millimcp.protocol.types import ElicitParams
 
@@ -75,3 +77,33 @@ async def test_the_official_server_over_stdio(era: str) -> None:
         assert (await client.call_tool("count", {"steps": 3})).text == "3 steps"
         if client.era == "handshake":
             assert (await client.call_tool("greet")).text == "hello Ada"
+
+
+def _everything() -> tuple[str, str] | None:
+    """Node and ``@modelcontextprotocol/server-everything`` (a handshake-only server), when
+    installed beside the other Node tools (``MILLIMCP_NODE``'s node_modules, or .tools/)."""
+    node = os.environ.get("MILLIMCP_NODE")
+    if not node:
+        return None
+    roots = [Path(node).resolve().parents[2], ROOT / ".tools" / "node_modules"]
+    for root in roots:
+        script = root / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+        if script.is_file():
+            return node, str(script)
+    return None
+
+
+@pytest.mark.interop
+async def test_a_handshake_only_server_is_detected_and_remembered() -> None:
+    found = _everything()
+    if found is None:
+        pytest.skip("@modelcontextprotocol/server-everything is not installed beside Node")
+    node, script = found
+    async with Client.over_stdio(node, [script, "stdio"]) as client:
+        # server/discover got a non-modern error: the client fell back to initialize.
+        assert client.era == "handshake"
+        assert client.protocol_version == "2025-11-25"
+        assert client.server_info is not None
+        assert "everything" in client.server_info.name
+        assert (await client.call_tool("echo", {"message": "hi"})).text == "Echo: hi"
+    assert remembered(f"stdio:{node} {script} stdio") == ("handshake", "2025-11-25")
