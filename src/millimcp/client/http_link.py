@@ -231,8 +231,11 @@ class HttpLink:
         if session is None or self._closed:
             return
         self._closed = True
-        for task in self._drains:
+        drains = tuple(self._drains)
+        for task in drains:
             task.cancel()
+        if drains:  # each closes its response when cancelled: nothing left unreleased
+            await asyncio.gather(*drains, return_exceptions=True)
         try:
             if self._session_id is not None:
                 await self._delete_session(session)
