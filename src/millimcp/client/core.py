@@ -306,7 +306,9 @@ class Core:
             except (ProtocolError, RequestRejected, CallTimeout) as exc:
                 if isinstance(exc, UnsupportedProtocolVersion) and eras.is_modern_error(exc):
                     other = eras.modern_version_for(exc)
-                    if other is not None and other != version:
+                    if other is not None:
+                        # Once more with the version it lists, even the one just refused
+                        # (a server may refuse a first request whatever it carries).
                         version = other
                         continue
                 if self.forced == "modern" or eras.is_modern_error(exc):
@@ -373,7 +375,29 @@ class Core:
             if self._pump is not None:
                 self._pump.cancel()  # the GET stream of the old session ended with it
                 self._pump = None
-            self.start_pump()
+            await self._open_stream()
+
+    async def _open_stream(self) -> None:
+        """Open the handshake era's GET stream and wait until it is up (or refused).
+
+        A server sends the requests that belong to no call (elicitation, sampling, roots
+        asked from its own tasks) on that stream, and drops them while none is open: a
+        client with handlers opens it right after ``initialize``.
+        """
+        self.start_pump()
+        pump = self._pump
+        ready = getattr(self.link, "stream_ready", None)
+        if pump is None or ready is None:
+            return
+        waiter = asyncio.ensure_future(ready.wait())
+        try:
+            await asyncio.wait(
+                {waiter, pump},
+                timeout=self.timeout.connect or 5.0,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            waiter.cancel()
 
     def _answers_requests(self) -> bool:
         caps = self.capabilities

@@ -57,6 +57,10 @@ _DNS_TTL_S: Final = 300
 _GET_RETRIES: Final = 5
 """Reconnects of the GET stream in a row that may fail before it is given up."""
 _DELETE_TIMEOUT_S: Final = 2.0
+_RESUMES: Final = 3
+"""Times a response stream that ended before its response is resumed (GET + Last-Event-ID)."""
+_RESUME_DELAY_S: Final = 1.0
+"""The wait before resuming when the server set no SSE ``retry``."""
 _DRAIN_S: Final = 1.0
 """How long the rest of a response stream may take to end before its connection is closed."""
 
@@ -227,8 +231,11 @@ class HttpLink:
         if session is None or self._closed:
             return
         self._closed = True
-        for task in self._drains:
+        drains = tuple(self._drains)
+        for task in drains:
             task.cancel()
+        if drains:  # each closes its response when cancelled: nothing left unreleased
+            await asyncio.gather(*drains, return_exceptions=True)
         try:
             if self._session_id is not None:
                 await self._delete_session(session)
@@ -274,7 +281,8 @@ class HttpLink:
                     self._session_id = session_id
             content_type = response.headers.get("Content-Type", "")
             if content_type.startswith("text/event-stream"):
-                return await self._read_stream(response, request_id, on_message)
+                version = headers.get("MCP-Protocol-Version")
+                return await self._read_stream(response, request_id, on_message, version)
             data = await self._read_body(response)
         except asyncio.CancelledError:
             response.close()  # the server sees the disconnect: the request is cancelled
@@ -393,9 +401,27 @@ class HttpLink:
         return Reply(message, status, retry_after)
 
     async def _read_stream(
-        self, response: aiohttp.ClientResponse, request_id: int | str, on_message: OnMessage
+        self,
+        response: aiohttp.ClientResponse,
+        request_id: int | str,
+        on_message: OnMessage,
+        version: str | None,
     ) -> Reply:
         parser = SseParser(self.max_message_bytes)
+        message = await self._find_response(response, parser, request_id, on_message)
+        if message is not None:
+            self._drain(response)
+            return Reply(message, response.status)
+        return await self._resume(parser, request_id, on_message, version)
+
+    async def _find_response(
+        self,
+        response: aiohttp.ClientResponse,
+        parser: SseParser,
+        request_id: int | str,
+        on_message: OnMessage,
+    ) -> Message | None:
+        """Read a stream up to the response to ``request_id``; None if it ends first."""
         async for chunk in response.content.iter_any():
             for data in parser.feed(chunk):
                 message = _decode_or_none(data)
@@ -404,8 +430,43 @@ class HttpLink:
                 if message.method is not msgspec.UNSET:
                     await on_message(message)
                 elif message.id == request_id or message.id is msgspec.UNSET:
-                    self._drain(response)
-                    return Reply(message, response.status)
+                    return message
+        return None
+
+    async def _resume(
+        self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
+    ) -> Reply:
+        """A response stream ended before its response: resume it (SEP-1699).
+
+        Only a stream whose events carry ids can be resumed. After the ``retry`` the server
+        set (else :data:`_RESUME_DELAY_S`), a GET with ``Last-Event-ID`` asks the server to
+        send what followed that event, the response among it; up to :data:`_RESUMES` times.
+        """
+        last_id, retry_ms = ended.last_id, ended.retry_ms
+        for _ in range(_RESUMES):
+            if last_id is None or self._session is None:
+                break
+            await asyncio.sleep(_RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
+            headers = {"Accept": "text/event-stream", "Last-Event-ID": last_id}
+            if version is not None:
+                headers["MCP-Protocol-Version"] = version
+            if self._session_id is not None:
+                headers["Mcp-Session-Id"] = self._session_id
+            parser = SseParser(self.max_message_bytes)
+            try:
+                async with self._side_session().get(self.url, headers=headers) as response:
+                    if response.status != 200 or not response.headers.get(
+                        "Content-Type", ""
+                    ).startswith("text/event-stream"):
+                        log.debug("resuming the stream refused: HTTP %d", response.status)
+                        break
+                    message = await self._find_response(response, parser, request_id, on_message)
+                    if message is not None:
+                        return Reply(message, response.status)
+            except aiohttp.ClientError as exc:
+                log.debug("resuming the stream failed (%r)", exc)
+            last_id = parser.last_id or last_id
+            retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
         raise ConnectionLost("the response stream ended before the response")
 
     def _drain(self, response: aiohttp.ClientResponse) -> None:
