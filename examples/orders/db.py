@@ -519,8 +519,15 @@ def _seed(engine: Engine, orders: int, seed: int) -> float:
             ],
         )
     if not sqlite and engine.dialect.name == "postgresql":
-        with engine.connect() as conn:  # keep the planner's statistics current
-            conn.execute(text("ANALYZE"))
+        with engine.begin() as conn:
+            for table in ("orders", "order_lines"):  # the ids were given: move the sequences on
+                conn.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT max(id) FROM {table}))"
+                    )
+                )
+            conn.execute(text("ANALYZE"))  # the planner's statistics
     return time.perf_counter() - started
 
 

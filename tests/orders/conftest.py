@@ -103,6 +103,7 @@ class Launcher:
         self.started: dict[tuple[Any, ...], str] = {}
         self.logs: dict[str, Path] = {}
         """The service's log file by MCP URL."""
+        self.by_url: dict[str, tuple[tuple[Any, ...], subprocess.Popen[bytes]]] = {}
 
     def __call__(self, preset: str, *settings: str, db: str | None = None) -> str:
         key = (preset, settings, db)
@@ -116,14 +117,23 @@ class Launcher:
         args += ["--recommender", self.recommender, "--log-file", str(log)]
         for setting in settings:
             args += ["--set", setting]
-        self.processes.append(start(args, port, self.folder / f"{name}.out"))
+        process = start(args, port, self.folder / f"{name}.out")
+        self.processes.append(process)
         url = self.started[key] = f"http://127.0.0.1:{port}/mcp"
         self.logs[url] = log
+        self.by_url[url] = (key, process)
         return url
+
+    def stop(self, url: str) -> None:
+        """Stop the service at ``url`` now (a later call with its settings starts anew)."""
+        key, process = self.by_url.pop(url)
+        del self.started[key]
+        stop(process)
 
     def close(self) -> None:
         for process in self.processes:
-            stop(process)
+            if process.poll() is None:
+                stop(process)
 
 
 @pytest.fixture(scope="session")
