@@ -275,11 +275,13 @@ class _Runner:
 
 
 def error_kind(error: BaseException) -> str:
-    """The kind a failure is counted under, in the Run file's words (``timeout``,
-    ``connection``, ``http_503``, ``jsonrpc_-32602``...)."""
+    """The kind a failure is counted under, in the words of ``millimcp bench`` (``timeout``,
+    ``connection``, ``http_503``, ``jsonrpc_-32602``, ``protocol``); an exception from
+    outside millimcp keeps its class name, so a surprise shows as itself."""
     from millimcp.errors import (
         CallTimeout,
         ConnectionLost,
+        MillimcpError,
         NotSent,
         ProtocolError,
         RequestRejected,
@@ -287,12 +289,14 @@ def error_kind(error: BaseException) -> str:
 
     if isinstance(error, CallTimeout):
         return "timeout"
-    if isinstance(error, NotSent | ConnectionLost):
-        return "connection"
-    if isinstance(error, RequestRejected):
-        return f"http_{error.status}"
     if isinstance(error, ProtocolError):
         return f"jsonrpc_{error.code}"
+    if isinstance(error, RequestRejected):
+        return f"http_{error.status}"
+    if isinstance(error, NotSent | ConnectionLost | OSError):
+        return "connection"
+    if isinstance(error, MillimcpError):
+        return "protocol"
     return type(error).__name__
 
 
@@ -329,16 +333,16 @@ def _timeline(outcome: ScenarioOutcome) -> list[TimelinePoint]:
 
 
 def _histogram(latencies_ms: Sequence[float]) -> str | None:
-    """The HDR histogram (microseconds, 3 significant digits) in its compressed encoding."""
+    """The HDR histogram of the latencies, as ``millimcp bench`` writes it (microseconds)."""
     if not latencies_ms:
         return None
-    from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped,unused-ignore]
+    from millimcp.lab.recording import HIGHEST_US, encode_histogram, new_histogram
 
-    histogram = HdrHistogram(1, 3_600_000_000, 3)
-    for latency in latencies_ms:
-        histogram.record_value(max(1, round(latency * 1000.0)))
-    encoded: bytes = histogram.encode()
-    return encoded.decode("ascii")
+    histogram = new_histogram()
+    microseconds = Counter(min(max(1, round(ms * 1000.0)), HIGHEST_US) for ms in latencies_ms)
+    for value, count in microseconds.items():
+        histogram.record_value(value, count)
+    return encode_histogram(histogram)
 
 
 def to_run(
