@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from millimcp.errors import ConfigurationError
+from millimcp.lab._table import duration
 
 if TYPE_CHECKING:
     from millimcp.lab.results import Run
@@ -283,16 +284,6 @@ def chart_specs(runs: Sequence[Run]) -> list[dict[str, Any]]:
 # -- the page ---------------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    if value >= 100:
-        return f"{value:.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
 def _number(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
@@ -359,10 +350,10 @@ def _summary_table(runs: Sequence[Run]) -> str:
             _number(run.calls),
             f'<span class="{"bad" if errors else ""}">{errors:,}</span>',
             _number(run.throughput),
-            f"{_ms(latency.get('mean', 0.0))} ± {_ms(latency.get('stdev', 0.0))}",
-            _ms(latency.get("min", 0.0)),
+            f"{duration(latency.get('mean', 0.0))} ± {duration(latency.get('stdev', 0.0))}",
+            duration(latency.get("min", 0.0)),
         ]
-        row += [_ms(latency.get(key, 0.0)) for _, key in _PERCENTILE_KEYS]
+        row += [duration(latency.get(key, 0.0)) for _, key in _PERCENTILE_KEYS]
         rows.append(row)
     unit = "iterations" if all(run.kind == "scenario" for run in runs) else "calls"
     note = f'<p class="note">Latency of successful {unit}.'
@@ -405,8 +396,8 @@ def _steps_table(runs: Sequence[Run]) -> str:
                     f"<code>{_esc(name)}</code>",
                     _number(float(_step_field(step, "calls") or 0)),
                     f'<span class="{"bad" if count else ""}">{count:,}</span>',
-                    *(_ms(float(latency.get(key, 0.0))) for key in ("mean", "p50", "p95")),
-                    *(_ms(float(latency.get(key, 0.0))) for key in ("p99", "max")),
+                    *(duration(float(latency.get(key, 0.0))) for key in ("mean", "p50", "p95")),
+                    *(duration(float(latency.get(key, 0.0))) for key in ("p99", "max")),
                 ]
             )
         title = "Scenario steps" + (f" ({'AB'[index]})" if len(runs) > 1 else "")
@@ -428,7 +419,7 @@ def _compare_table(runs: Sequence[Run], threshold_pct: float) -> str:
         if metric.name == "calls/s":
             shown = [f"{_number(metric.a)} /s", f"{_number(metric.b)} /s"]
         else:
-            shown = [_ms(metric.a), _ms(metric.b)]
+            shown = [duration(metric.a), duration(metric.b)]
         interval = metric.interval
         if metric.test == "mann-whitney" and comparison.mann_whitney is not None:
             tested = f"U test, p = {comparison.mann_whitney.p_value:.2g}"
@@ -459,7 +450,7 @@ def _compare_table(runs: Sequence[Run], threshold_pct: float) -> str:
 
 
 def _signed_ms(value: float) -> str:
-    return ("+" if value >= 0 else "-") + _ms(abs(value))
+    return ("+" if value >= 0 else "-") + duration(abs(value))
 
 
 def _figure(spec: dict[str, Any]) -> str:

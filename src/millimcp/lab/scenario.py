@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from millimcp.errors import ConfigurationError
+from millimcp.lab._table import duration
 from millimcp.lab.scenario_format import (
     Call,
     IterationContext,
@@ -470,10 +471,6 @@ async def _run_command(args: argparse.Namespace, scenario: Scenario) -> int:
     return 0 if outcome.iterations else 1
 
 
-def _ms(value: float) -> str:
-    return f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
-
-
 def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
     """The terminal summary: end-to-end latency, then one line per step."""
     scenario = outcome.scenario
@@ -490,11 +487,11 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
     ]
     if outcome.iterations:
         lines += [
-            f"  Iteration:  {_ms(latency['mean'])} ± {_ms(latency['stdev'])}"
-            f"   (min {_ms(latency['min'])} … max {_ms(latency['max'])})",
-            f"              p50 {_ms(latency['p50'])}   p90 {_ms(latency['p90'])}"
-            f"   p95 {_ms(latency['p95'])}   p99 {_ms(latency['p99'])}"
-            f"   p99.9 {_ms(latency['p999'])}",
+            f"  Iteration:  {duration(latency['mean'])} ± {duration(latency['stdev'])}"
+            f"   (min {duration(latency['min'])} … max {duration(latency['max'])})",
+            f"              p50 {duration(latency['p50'])}   p90 {duration(latency['p90'])}"
+            f"   p95 {duration(latency['p95'])}   p99 {duration(latency['p99'])}"
+            f"   p99.9 {duration(latency['p999'])}",
             "",
         ]
     header = f"  {'step':<22}{'calls':>9}{'errors':>8}{'mean':>11}{'p50':>11}{'p95':>11}"
@@ -515,7 +512,7 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
             numbers = found.latency_ms
             row = f"  {shown:<22}{found.calls:>9,}{found.errors:>8,}"
             row += "".join(
-                f"{_ms(numbers[key]):>11}" for key in ("mean", "p50", "p95", "p99", "max")
+                f"{duration(numbers[key]):>11}" for key in ("mean", "p50", "p95", "p99", "max")
             )
             lines.append(row)
     if outcome.errors:
