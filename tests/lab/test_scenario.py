@@ -452,3 +452,21 @@ def test_a_scenario_object_is_plain_data() -> None:
     scenario = load_scenario(AGENT_TOML)
     assert isinstance(scenario, Scenario)
     assert scenario.calls[1].args == {"customer_id": "{{ order.customer_id }}"}
+
+
+def test_the_example_server_runs_the_agent_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    target = "examples.scenarios.agent_server:cached"
+    process = start_server(["-m", "millimcp", "serve", target, "--port", str(port)], port)
+    try:
+        status = lab_main(
+            ["scenario", str(AGENT_TOML), f"http://127.0.0.1:{port}/mcp", "-c", "2", "-n", "6"]
+        )
+    finally:
+        stop_server(process)
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "6 iterations" in printed
+    assert "agent-example/1.0.0" in printed

@@ -478,7 +478,8 @@ def render_report(
     if not 1 <= len(runs) <= 2:
         raise ConfigurationError("a report shows one run, or two compared")
     charts = chart_specs(runs)
-    title = title or ("millimcp lab: " + " vs ".join(_describe(run) for run in runs))
+    if title is None:
+        title = "millimcp lab: " + (_describe(runs[0]) if len(runs) == 1 else "B against A")
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         f"<header><h1>{_esc(title)}</h1><p>Generated {generated} by millimcp report.</p></header>",
@@ -487,11 +488,11 @@ def render_report(
         "</div>",
         _compare_table(runs, threshold_pct),
         _summary_table(runs),
-        _errors_table(runs),
-        _steps_table(runs),
         '<h2>Charts</h2><div class="charts">',
         *(_figure(spec) for spec in charts),
         "</div>",
+        _errors_table(runs),
+        _steps_table(runs),
     ]
     data = {"charts": charts}
     return (
