@@ -44,6 +44,7 @@ from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, 
 from millimcp.client.link import Link
 from millimcp.client.list_cache import ListCache
 from millimcp.client.results import ClientStats, ToolResult
+from millimcp.errors import HeaderMismatch
 from millimcp.protocol.types import (
     CompleteResult,
     Completion,
@@ -284,6 +285,10 @@ class Client:
         Retried after a failure only when safe: the request never left, or the tool is
         ``readOnlyHint``/``idempotentHint`` (``idempotent`` overrides the annotations).
         ``on_progress(progress, total, message)`` gets the tool's progress notifications.
+
+        Over HTTP, a ``-32020`` (the server wants ``Mcp-Param-*`` headers the client did not
+        know of) makes the client read ``tools/list`` again and resend once, as the spec
+        advises: the server refused the call before running it.
         """
         core = self._core
         info = self._tools.get(name)
@@ -295,17 +300,36 @@ class Client:
                 idempotent = info.idempotent
             if timeout is None and info.timeout is not None:
                 timeout = info.timeout
-        call_timeout = self._timeout if timeout is None else self._per_call(timeout)
-        result = await core.call(
-            "tools/call",
-            {"name": name, "arguments": {} if arguments is None else arguments},
-            _CALL,
-            name=name,
-            extra_headers=extra,
-            idempotent=bool(idempotent),
-            timeout=call_timeout,
-            on_progress=on_progress,
-        )
+        params = {"name": name, "arguments": {} if arguments is None else arguments}
+        try:
+            result = await core.call(
+                "tools/call",
+                params,
+                _CALL,
+                name=name,
+                extra_headers=extra,
+                idempotent=bool(idempotent),
+                timeout=self._per_call(timeout),
+                on_progress=on_progress,
+            )
+        except HeaderMismatch:
+            if not core.http or not arguments:
+                raise
+            self._lists.invalidate("tools")
+            await self.list_tools()
+            info = self._tools.get(name)
+            if info is None or not info.headers:
+                raise
+            result = await core.call(
+                "tools/call",
+                params,
+                _CALL,
+                name=name,
+                extra_headers=param_headers(info.headers, arguments),
+                idempotent=bool(idempotent),
+                timeout=self._per_call(timeout),
+                on_progress=on_progress,
+            )
         return ToolResult(
             blocks(result.content),
             result.structured_content,
