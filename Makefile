@@ -6,11 +6,13 @@ TOOLS  := $(CURDIR)/.tools
 NODE   := $(TOOLS)/node_modules/node/bin/node
 SUITE  := $(TOOLS)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 INSPECTOR := $(TOOLS)/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js
+EVERYTHING := $(TOOLS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 PORT   ?= 8765
 
 export MILLIMCP_NODE := $(NODE)
 export MILLIMCP_CONFORMANCE := $(SUITE)
 export MILLIMCP_INSPECTOR := $(INSPECTOR)
+export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 
 .PHONY: setup tools test check lint typecheck conformance bench demo clean
 
@@ -23,17 +25,19 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # Node 22 (the npm package node@22; the machine's Node 20 cannot run the suite), the
-# conformance suite and the Inspector, in a git-ignored folder.
+# conformance suite, the Inspector and the reference server-everything (an interop peer of the
+# client), in a git-ignored folder.
 tools: $(TOOLS)/.installed
 
 $(TOOLS)/.installed:
 	mkdir -p $(TOOLS)
 	test -f $(TOOLS)/package.json || echo '{"name": "millimcp-tools", "private": true}' > $(TOOLS)/package.json
 	cd $(TOOLS) && npm install --no-audit --no-fund --loglevel=error \
-		node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 @modelcontextprotocol/inspector@2.12.0
+		node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 @modelcontextprotocol/inspector@2.12.0 \
+		@modelcontextprotocol/server-everything@2026.8.31
 	test -x $(NODE) || (cd $(TOOLS)/node_modules/node && node installArchSpecificPackage)
 	$(NODE) --version
-	test -f $(SUITE) && test -f $(INSPECTOR)
+	test -f $(SUITE) && test -f $(INSPECTOR) && test -f $(EVERYTHING)
 	touch $@
 
 test: setup tools

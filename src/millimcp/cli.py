@@ -34,8 +34,23 @@ def load_target(spec: str) -> Any:
         raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
+LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario")
+"""Subcommands delegated to :func:`millimcp.lab.cli.main` (the ``lab`` extra)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="millimcp", description="The millimcp command line.")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in LAB_COMMANDS:
+        from millimcp.lab.cli import main as lab_main
+
+        return lab_main(argv)
+    parser = argparse.ArgumentParser(
+        prog="millimcp",
+        description="The millimcp command line.",
+        epilog="The latency lab (pip install 'millimcp[lab]'): millimcp "
+        + " | ".join(LAB_COMMANDS)
+        + " (each has --help).",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve an MCP server over Streamable HTTP or stdio")
     serve.add_argument(

@@ -1,10 +1,13 @@
-"""Shared helpers for the interop tests: the official `mcp` client and the Inspector CLI.
+"""Shared helpers for the interop tests: the official `mcp` client, the Inspector CLI and
+the reference server `@modelcontextprotocol/server-everything`.
 
 * `official_client(target, mode=...)`: the official Python SDK client (`mcp` 2.3.0) on a
   URL or a stdio command, optionally with a `WireLog` that records every HTTP exchange;
 * `stdio_command(...)`: how the client launches `python -m millimcp serve ... --stdio`;
 * `inspector_argv(missing_tool)` and `run_inspector(...)`: the MCP Inspector CLI (2.12.0),
-  run as a real Node subprocess.
+  run as a real Node subprocess;
+* `server_everything_argv(missing_tool)`: `node <server-everything>` (2026.8.31), to be
+  followed by its transport (`stdio` or `streamableHttp`, whose port is `PORT`).
 """
 
 from __future__ import annotations
@@ -351,3 +354,49 @@ def inspector_result(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     result = output["result"]
     assert isinstance(result, dict)
     return result
+
+
+# --- server-everything ------------------------------------------------------------------
+
+EVERYTHING_ENV = "MILLIMCP_SERVER_EVERYTHING"
+EVERYTHING_ENTRY = Path("@modelcontextprotocol", "server-everything", "dist", "index.js")
+LOOPBACK_ONLY = Path(__file__).with_name("loopback_only.mjs")
+
+
+def _everything_entry() -> str | None:
+    """`MILLIMCP_SERVER_EVERYTHING`, else the package beside the Inspector or Node's package
+    (`make tools` installs all three in one `node_modules`), else `.tools` of this checkout."""
+    configured = os.environ.get(EVERYTHING_ENV)
+    if configured:
+        return configured
+    places: list[Path] = []
+    for variable in (INSPECTOR_ENV, NODE_ENV):
+        value = os.environ.get(variable)
+        if value:
+            parts = Path(value).resolve().parts
+            if "node_modules" in parts:
+                index = len(parts) - 1 - parts[::-1].index("node_modules")
+                places.append(Path(*parts[: index + 1]))
+    places.append(ROOT / ".tools" / "node_modules")
+    for place in places:
+        if (place / EVERYTHING_ENTRY).is_file():
+            return str(place / EVERYTHING_ENTRY)
+    return None
+
+
+def server_everything_argv(missing_tool: Callable[[str], None]) -> list[str]:
+    """argv `node <server-everything>/dist/index.js`, or `missing_tool(reason)`."""
+    entry = _everything_entry()
+    if entry is None:
+        missing_tool(
+            f"{EVERYTHING_ENV} is not set (path to @modelcontextprotocol/server-everything"
+            "@2026.8.31's dist/index.js; `make tools` installs it)"
+        )
+    assert entry is not None
+    if not Path(entry).is_file():
+        missing_tool(f"{EVERYTHING_ENV}={entry!r} is not a file")
+    node, why = _node()
+    if node is None:
+        missing_tool(why)
+    assert node is not None
+    return [node, entry]

@@ -20,8 +20,6 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, NamedTuple
 
-import msgspec
-
 from millimcp.client.core import Core, OnProgress, ResultKind
 from millimcp.client.core_headers import (
     HeaderParam,
@@ -29,6 +27,7 @@ from millimcp.client.core_headers import (
     header_params,
     param_headers,
 )
+from millimcp.client.core_subscribe import Subscription
 from millimcp.client.core_types import (
     CallResult,
     PromptPage,
@@ -430,7 +429,34 @@ class Client:
 
     # -- notifications --------------------------------------------------------------------
 
-    def _on_notification(self, method: str, params: msgspec.Raw, subscription: Any) -> None:
+    def subscribe(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resources: Sequence[str] = (),
+    ) -> Subscription:
+        """Notifications the server starts: list changes, updates of the given resources.
+
+        ::
+
+            async with client.subscribe(resources=["file:///x"]) as updates:
+                async for note in updates:
+                    print(note.method, note.uri)
+
+        Iterating it without ``async with`` also works (it opens on the first ``anext``);
+        :meth:`Subscription.aclose` or closing the client ends it.
+        """
+        return Subscription(
+            self._core,
+            tools_list_changed=tools_list_changed,
+            prompts_list_changed=prompts_list_changed,
+            resources_list_changed=resources_list_changed,
+            resources=resources,
+        )
+
+    def _on_notification(self, method: str) -> None:
         self._lists.on_notification(method)
 
     # -- helpers --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import itertools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import msgspec
 
@@ -65,9 +65,11 @@ from millimcp.protocol.types import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     Implementation,
     InitializeResult,
     InputRequiredResult,
+    LegacyEmptyResult,
     LoggingMessageParams,
     ProgressParams,
     ServerCapabilities,
@@ -76,6 +78,9 @@ from millimcp.resilience.deadline import Deadline, run_with_deadline
 from millimcp.resilience.gate import CallGate
 from millimcp.resilience.policy import Limits, Retry, Timeout
 from millimcp.resilience.retry import call_with_retries, status_of
+
+if TYPE_CHECKING:
+    from millimcp.client.core_subscribe import Subscription
 
 __all__ = ["MAX_ROUNDS", "Core", "OnProgress", "ResultKind", "traceparent"]
 
@@ -142,6 +147,7 @@ class ResultKind(Generic[T]):
 
 DISCOVER: Final = ResultKind(DiscoverPage)
 INITIALIZE: Final = ResultKind(InitializeResult)
+EMPTY: Final = ResultKind(LegacyEmptyResult)
 
 
 _otel_trace: Any = None
@@ -169,6 +175,15 @@ def _load_otel() -> None:
             _otel_trace = False
         else:
             _otel_trace = trace
+
+
+def subscription_of(params: Any) -> Any:
+    """The subscription id a notification's ``_meta`` names, if any."""
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            return meta.get(META_SUBSCRIPTION_ID)
+    return None
 
 
 class Core:
@@ -210,9 +225,10 @@ class Core:
         self.server_info: Implementation | None = None
         self.server_capabilities = ServerCapabilities()
         self.instructions: str | None = None
-        self.on_notification: Callable[[str, msgspec.Raw, Any], None] | None = None
-        """Called with each notification the server starts (list changes, resource
-        updates): method, raw params, and the subscription id it names (if any)."""
+        self.on_notification: Callable[[str], None] | None = None
+        """Called with the method of each notification the server starts (list changes,
+        resource updates), before the subscriptions get it."""
+        self.subscriptions: set[Subscription] = set()
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
         self._progress: dict[int | str, tuple[OnProgress | None, Deadline]] = {}
@@ -248,6 +264,8 @@ class Core:
         self._ready = True
 
     async def close(self) -> None:
+        for subscription in tuple(self.subscriptions):
+            await subscription.aclose()
         tasks = [t for t in (self._pump, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -293,7 +311,9 @@ class Core:
             except (ProtocolError, RequestRejected, CallTimeout) as exc:
                 if isinstance(exc, UnsupportedProtocolVersion) and eras.is_modern_error(exc):
                     other = eras.modern_version_for(exc)
-                    if other is not None and other != version:
+                    if other is not None:
+                        # Once more with the version it lists, even the one just refused
+                        # (a server may refuse a first request whatever it carries).
                         version = other
                         continue
                 if self.forced == "modern" or eras.is_modern_error(exc):
@@ -354,6 +374,39 @@ class Core:
             encode_notification("notifications/initialized"), headers=self.headers_for("", None)
         )
         self._remember("handshake")
+        if self.http and (self._pump is not None or self._answers_requests()):
+            # A client that declared roots, sampling or elicitation may be asked outside any
+            # call (roots/list after initialized): those requests come on the GET stream.
+            if self._pump is not None:
+                self._pump.cancel()  # the GET stream of the old session ended with it
+                self._pump = None
+            await self._open_stream()
+
+    async def _open_stream(self) -> None:
+        """Open the handshake era's GET stream and wait until it is up (or refused).
+
+        A server sends the requests that belong to no call (elicitation, sampling, roots
+        asked from its own tasks) on that stream, and drops them while none is open: a
+        client with handlers opens it right after ``initialize``.
+        """
+        self.start_pump()
+        pump = self._pump
+        ready = getattr(self.link, "stream_ready", None)
+        if pump is None or ready is None:
+            return
+        waiter = asyncio.ensure_future(ready.wait())
+        try:
+            await asyncio.wait(
+                {waiter, pump},
+                timeout=self.timeout.connect or 5.0,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            waiter.cancel()
+
+    def _answers_requests(self) -> bool:
+        caps = self.capabilities
+        return caps.roots is not None or caps.sampling is not None or caps.elicitation is not None
 
     def _remember(self, era: eras.Era) -> None:
         """Remember what a probe found (a forced era proves nothing about the server's
@@ -509,13 +562,23 @@ class Core:
             message = reply.message
             if not message.error:
                 return message.result
-            error = self._error(reply)
+            error = self.error_of(reply)
             if recover and await self._recover(error, generation):
                 recover = False
                 continue
             raise error
 
-    def _error(self, reply: Reply) -> ProtocolError:
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def meta_for_call(self, token: int | None) -> msgspec.Raw:
+        """A request's ``_meta`` for this era, with a fresh ``traceparent``."""
+        trace = traceparent().encode()
+        if token is None:
+            return msgspec.Raw(self._meta_head + trace + _TRACE_TAIL)
+        return msgspec.Raw(self._meta_head + trace + b'","progressToken":%d}' % token)
+
+    def error_of(self, reply: Reply) -> ProtocolError:
         try:
             found = _ERROR.decode(reply.message.error)
         except msgspec.DecodeError:
@@ -593,9 +656,23 @@ class Core:
             await self._progressed(message.params)
         elif method == "notifications/message":
             self._server_logged(message.params)
-        elif method != "notifications/cancelled" and self.on_notification is not None:
+        elif method != "notifications/cancelled":
             assert isinstance(method, str)
-            self.on_notification(method, message.params, None)
+            self.notify(method, message.params)
+
+    def notify(self, method: str, raw: msgspec.Raw) -> None:
+        """A notification the server started: to the list cache, then the subscriptions."""
+        if self.on_notification is not None:
+            self.on_notification(method)
+        if not self.subscriptions:
+            return
+        try:
+            params = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError:
+            params = None
+        subscription = subscription_of(params)
+        for target in tuple(self.subscriptions):
+            target.offer(method, params, subscription)
 
     async def _progressed(self, raw: msgspec.Raw) -> None:
         try:

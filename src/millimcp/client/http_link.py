@@ -58,6 +58,12 @@ _DNS_TTL_S: Final = 300
 _GET_RETRIES: Final = 5
 """Reconnects of the GET stream in a row that may fail before it is given up."""
 _DELETE_TIMEOUT_S: Final = 2.0
+_RESUMES: Final = 3
+"""Times a response stream that ended before its response is resumed (GET + Last-Event-ID)."""
+_RESUME_DELAY_S: Final = 1.0
+"""The wait before resuming when the server set no SSE ``retry``."""
+_DRAIN_S: Final = 1.0
+"""How long the rest of a response stream may take to end before its connection is closed."""
 
 
 class SseParser:
@@ -172,6 +178,10 @@ class HttpLink:
             **(headers or {}),
         }
         self._session: aiohttp.ClientSession | None = None
+        self._side: aiohttp.ClientSession | None = None
+        self._drains: set[asyncio.Task[None]] = set()
+        self.stream_ready = asyncio.Event()
+        """Set while the handshake era's GET stream is connected."""
         self._session_id: str | None = None
         self._version: str | None = None
         self._closed = False
@@ -191,34 +201,56 @@ class HttpLink:
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(self._on_new_connection)
         trace.on_connection_reuseconn.append(self._on_reused_connection)
+        self._session = self._new_session(self.limits.connections, trace)
+        self._closed = False
+
+    def _new_session(
+        self, limit: int, trace: aiohttp.TraceConfig | None = None
+    ) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
-            limit=self.limits.connections,
+            limit=limit,
             limit_per_host=0,
             keepalive_timeout=self.limits.keepalive_expiry_s,
             ttl_dns_cache=_DNS_TTL_S,
             ssl=self._ssl if self._ssl is not None else True,
         )
-        self._session = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=connector,
             headers=self._base_headers,
             timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout.connect),
-            trace_configs=[trace],
+            trace_configs=None if trace is None else [trace],
             auto_decompress=False,
             skip_auto_headers=("User-Agent",),
         )
-        self._closed = False
+
+    def _side_session(self) -> aiohttp.ClientSession:
+        """The pool of what is not a call: long-lived streams (GET, ``subscriptions/listen``)
+        and answers to the server's requests. Apart from the calls' pool, so that a call
+        waiting for its answer to be POSTed never waits for its own connection. Its
+        connections are not counted in :attr:`connections_opened`."""
+        if self._side is None:
+            self._side = self._new_session(0)
+        return self._side
 
     async def close(self) -> None:
         session = self._session
         if session is None or self._closed:
             return
         self._closed = True
+        drains = tuple(self._drains)
+        for task in drains:
+            task.cancel()
+        if drains:  # each closes its response when cancelled: nothing left unreleased
+            await asyncio.gather(*drains, return_exceptions=True)
         try:
             if self._session_id is not None:
                 await self._delete_session(session)
         finally:
             self._session = None
+            side, self._side = self._side, None
             await session.close()
+            if side is not None:
+                await side.close()
 
     @property
     def session_id(self) -> str | None:
@@ -240,6 +272,8 @@ class HttpLink:
             raise NotSent("the client is closed")
         if self._session_id is not None:
             headers = {**headers, "Mcp-Session-Id": self._session_id}
+        if headers.get("Mcp-Method") == "subscriptions/listen":
+            session = self._side_session()
         data: Any = body
         if self.tensors or len(body) > tensor.LARGE_BODY:
             data, media_type = tensor.outgoing(body)
@@ -258,7 +292,8 @@ class HttpLink:
                     self._session_id = session_id
             content_type = response.headers.get("Content-Type", "")
             if content_type.startswith("text/event-stream"):
-                return await self._read_stream(response, request_id, on_message)
+                version = headers.get("MCP-Protocol-Version")
+                return await self._read_stream(response, request_id, on_message, version)
             if self.tensors and content_type.startswith(tensor.ATTACHMENT_MEDIA_TYPE):
                 data = await tensor.read_framed(
                     response, self.max_message_bytes, self.max_attachment_bytes
@@ -277,9 +312,9 @@ class HttpLink:
         return self._reply(response, data)
 
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
-        session = self._session
-        if session is None:
+        if self._session is None:
             raise NotSent("the client is closed")
+        session = self._side_session()
         version = headers.get("MCP-Protocol-Version")
         if version is not None:
             self._version = version
@@ -306,19 +341,21 @@ class HttpLink:
         retry_s = 1.0
         failures = 0
         while not self._closed and self._session is not None and self._session_id is not None:
+            session = self._side_session()
             headers = {"Accept": "text/event-stream", "Mcp-Session-Id": self._session_id}
             if self._version is not None:
                 headers["MCP-Protocol-Version"] = self._version
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             try:
-                async with self._session.get(self.url, headers=headers) as response:
+                async with session.get(self.url, headers=headers) as response:
                     if response.status != 200 or not response.headers.get(
                         "Content-Type", ""
                     ).startswith("text/event-stream"):
                         log.debug("GET stream refused: HTTP %d", response.status)
                         return
                     failures = 0
+                    self.stream_ready.set()
                     parser = SseParser(self.max_message_bytes)
                     async for chunk in response.content.iter_any():
                         for data in parser.feed(chunk):
@@ -333,6 +370,8 @@ class HttpLink:
                 log.debug("GET stream broke (%r); reconnecting", exc)
                 if failures > _GET_RETRIES:
                     return
+            finally:
+                self.stream_ready.clear()
             await asyncio.sleep(retry_s)
 
     # -- reading replies ----------------------------------------------------------------
@@ -378,9 +417,27 @@ class HttpLink:
         return Reply(message, status, retry_after)
 
     async def _read_stream(
-        self, response: aiohttp.ClientResponse, request_id: int | str, on_message: OnMessage
+        self,
+        response: aiohttp.ClientResponse,
+        request_id: int | str,
+        on_message: OnMessage,
+        version: str | None,
     ) -> Reply:
         parser = SseParser(self.max_message_bytes)
+        message = await self._find_response(response, parser, request_id, on_message)
+        if message is not None:
+            self._drain(response)
+            return Reply(message, response.status)
+        return await self._resume(parser, request_id, on_message, version)
+
+    async def _find_response(
+        self,
+        response: aiohttp.ClientResponse,
+        parser: SseParser,
+        request_id: int | str,
+        on_message: OnMessage,
+    ) -> Message | None:
+        """Read a stream up to the response to ``request_id``; None if it ends first."""
         async for chunk in response.content.iter_any():
             for data in parser.feed(chunk):
                 message = _decode_or_none(data)
@@ -389,9 +446,66 @@ class HttpLink:
                 if message.method is not msgspec.UNSET:
                     await on_message(message)
                 elif message.id == request_id or message.id is msgspec.UNSET:
-                    response.close()  # the stream ends after the response (the spec's SHOULD)
-                    return Reply(message, response.status)
+                    return message
+        return None
+
+    async def _resume(
+        self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
+    ) -> Reply:
+        """A response stream ended before its response: resume it (SEP-1699).
+
+        Only a stream whose events carry ids can be resumed. After the ``retry`` the server
+        set (else :data:`_RESUME_DELAY_S`), a GET with ``Last-Event-ID`` asks the server to
+        send what followed that event, the response among it; up to :data:`_RESUMES` times.
+        """
+        last_id, retry_ms = ended.last_id, ended.retry_ms
+        for _ in range(_RESUMES):
+            if last_id is None or self._session is None:
+                break
+            await asyncio.sleep(_RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
+            headers = {"Accept": "text/event-stream", "Last-Event-ID": last_id}
+            if version is not None:
+                headers["MCP-Protocol-Version"] = version
+            if self._session_id is not None:
+                headers["Mcp-Session-Id"] = self._session_id
+            parser = SseParser(self.max_message_bytes)
+            try:
+                async with self._side_session().get(self.url, headers=headers) as response:
+                    if response.status != 200 or not response.headers.get(
+                        "Content-Type", ""
+                    ).startswith("text/event-stream"):
+                        log.debug("resuming the stream refused: HTTP %d", response.status)
+                        break
+                    message = await self._find_response(response, parser, request_id, on_message)
+                    if message is not None:
+                        return Reply(message, response.status)
+            except aiohttp.ClientError as exc:
+                log.debug("resuming the stream failed (%r)", exc)
+            last_id = parser.last_id or last_id
+            retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
         raise ConnectionLost("the response stream ended before the response")
+
+    def _drain(self, response: aiohttp.ClientResponse) -> None:
+        """Read the rest of a stream after its response, so that its connection goes back to
+        the pool (the server ends the stream right after the response); a stream still open
+        a second later is closed."""
+        if response.content.at_eof():
+            response.release()
+            return
+        task = asyncio.get_running_loop().create_task(self._drain_later(response))
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    @staticmethod
+    async def _drain_later(response: aiohttp.ClientResponse) -> None:
+        try:
+            async with asyncio.timeout(_DRAIN_S):
+                async for _ in response.content.iter_any():
+                    pass
+        except (TimeoutError, aiohttp.ClientError, asyncio.CancelledError):
+            response.close()
+            return
+        response.release()
 
     # -- sessions and counters --------------------------------------------------------------
 
