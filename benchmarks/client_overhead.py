@@ -33,6 +33,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -45,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from loadgen import ECHO_TEXT, ProtocolError, build_request, response_ok
 from server_overhead import (
@@ -88,6 +90,7 @@ CLIENTS: dict[str, ClientSpec] = {
         ClientSpec("millimcp", "millimcp Client.over_http(url), defaults: era='auto'"),
         ClientSpec("aiohttp", "raw aiohttp ClientSession, pre-serialized body and headers"),
         ClientSpec("streams", "raw asyncio streams, hand-written HTTP/1.1, one connection/task"),
+        ClientSpec("lean", "millimcp's client core over StreamsLink (benchmark only, no aiohttp)"),
     )
 }
 
@@ -216,11 +219,99 @@ async def open_streams(
                 await conn.writer.wait_closed()
 
 
+class StreamsLink:
+    """A benchmark-only :class:`millimcp.client.link.Link`: HTTP/1.1 keep-alive over asyncio
+    streams, replies framed by ``Content-Length`` (JSON only: no SSE, no compression, no
+    session, no server-to-client messages). Under millimcp's client core it shows what the core
+    would cost over a transport as lean as the ``streams`` loop."""
+
+    kind = "http"
+    session_id = None
+
+    def __init__(self, url: str) -> None:
+        from millimcp.client.link import Reply
+        from millimcp.protocol import decode_message
+
+        self.reply, self.decode = Reply, decode_message
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or HOST, parts.port or 80
+        self.prefix = (
+            f"POST {parts.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        ).encode()
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for _, writer in idle:
+            writer.close()
+
+    async def request(
+        self, request_id: int | str, body: bytes, *, headers: Any, on_message: Any
+    ) -> Any:
+        status, data = await self._exchange(body, headers)
+        return self.reply(self.decode(data), status)
+
+    async def send(self, body: bytes, *, headers: Any) -> None:
+        await self._exchange(body, headers)
+
+    async def _exchange(self, body: bytes, headers: Any) -> tuple[int, bytes]:
+        conn = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
+        reader, writer = conn
+        try:
+            extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+            writer.write(
+                b"%s%sContent-Length: %d\r\n\r\n%s" % (self.prefix, extra.encode(), len(body), body)
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            lower = head.lower()
+            start = lower.find(b"\r\ncontent-length:")
+            if start < 0:
+                raise ProtocolError(f"no Content-Length: {head[:300]!r}")
+            start += 17
+            data = await reader.readexactly(int(lower[start : lower.index(b"\r\n", start)]))
+        except BaseException:
+            writer.close()  # a cancelled or broken exchange never goes back to the pool
+            raise
+        self.idle.append(conn)
+        return int(head[9:12]), data
+
+    async def unsolicited(self) -> AsyncIterator[Any]:
+        return
+        yield
+
+    def reset_session(self) -> None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_lean(
+    url: str, in_flight: int
+) -> AsyncIterator[tuple[list[Call], Callable[[], str]]]:
+    from millimcp import Client
+
+    async with Client(StreamsLink(url), key=url) as client:  # type: ignore[arg-type]
+        first = await client.call_tool("echo", {"text": ECHO_TEXT})
+        text = getattr(first.content[0], "text", None) if first.content else None
+        if first.is_error or text != ECHO_TEXT:
+            raise RuntimeError(f"unexpected first answer: {first!r}")
+
+        async def call() -> bool:
+            result = await client.call_tool("echo", {"text": ECHO_TEXT})
+            return not result.is_error
+
+        yield [call] * in_flight, lambda: f"era {client.era}, {client.protocol_version}"
+
+
 OPENERS: dict[str, Callable[[str, int], contextlib.AbstractAsyncContextManager[Any]]] = {
     "official": open_official,
     "millimcp": open_millimcp,
     "aiohttp": open_aiohttp,
     "streams": open_streams,
+    "lean": open_lean,
 }
 
 
@@ -282,7 +373,29 @@ def _cpu() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
+async def fixed_calls(args: argparse.Namespace) -> WorkerResult:
+    """``--calls N``: exactly N calls over the tasks, no window (for instruction counts)."""
+    url = f"http://{HOST}:{args.port}{PATH}"
+    left = args.calls
+    errors = 0
+
+    async def loop(call: Call) -> None:
+        nonlocal left, errors
+        while left > 0:
+            left -= 1
+            if not await call():
+                errors += 1
+
+    async with OPENERS[args.worker](url, args.in_flight) as (calls, describe):
+        await asyncio.gather(*(loop(call) for call in calls))
+        negotiated = describe()
+    nan = float("nan")
+    return WorkerResult(args.calls, errors, 0, nan, nan, nan, nan, nan, nan, negotiated)
+
+
 async def drive(args: argparse.Namespace) -> WorkerResult:
+    if args.calls is not None:
+        return await fixed_calls(args)
     url = f"http://{HOST}:{args.port}{PATH}"
     load = _Load()
     async with OPENERS[args.worker](url, args.in_flight) as (calls, describe):
@@ -397,6 +510,7 @@ def worker_command(
     in_flight: int,
     server: ServerProcess,
     profile_out: Path | None = None,
+    calls: int | None = None,
 ) -> list[str]:
     command = [
         sys.executable,
@@ -418,6 +532,8 @@ def worker_command(
     ]
     if profile_out is not None:
         command += ["--profile-out", str(profile_out)]
+    if calls is not None:
+        command += ["--calls", str(calls)]
     return command
 
 
@@ -430,7 +546,7 @@ def run_worker(
         tempfile.TemporaryFile("w+") as errors,
         subprocess.Popen(
             command,
-            env=child_env(),
+            env={**child_env(), "PYTHONHASHSEED": "0"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=errors,
@@ -600,6 +716,11 @@ def print_targets(reports: list[Report]) -> None:
     if mine.cpu_vs_streams is not None:
         verdict = "met" if mine.cpu_vs_streams <= 3 else "not met"
         print(f"  {mine.cpu_vs_streams:.2f}x the raw streams loop (stretch <= 3x: {verdict})")
+    if (lean := ok.get(("lean", top))) is not None and lean.cpu_vs_streams is not None:
+        print(
+            f"  over a lean transport (client 'lean'): {lean.cpu_vs_streams:.2f}x the raw streams"
+            f" loop, {m / lean.median['client_cpu_us_per_call']:.2f}x less CPU than over aiohttp"
+        )
 
 
 # --------------------------------------------------------------------------- profiling
@@ -643,6 +764,8 @@ def classify(filename: str, function: str) -> str:
     if filename == "~":
         return next((label for key, label in _C_GROUPS if key in function), "other C builtins")
     path = "/" + filename.replace("\\", "/")
+    if function.startswith("StreamsLink."):
+        return "StreamsLink (lean transport)"
     if function in LOOP_FRAMES:  # py-spy: the loop's own C work (socket reads, epoll, callbacks)
         return "event loop (C)"
     return next((label for key, label in _GROUPS if key in path), "other Python")
@@ -760,6 +883,66 @@ def profile_main(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- instructions
+# CPU time on a shared 2-core VM drifts by 2x within minutes; instruction counts do not. Each
+# client worker runs under callgrind at two call counts against the same server, and the
+# difference per call is the client's own work (interpreter start, imports and connection
+# set-up cancel out). The kernel's share (syscalls, loopback TCP) is not counted.
+
+
+def callgrind_instructions(command: list[str], cpu: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        run_worker(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+            cpu,
+            timeout_s=3600,
+        )
+        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
+        if match is None:
+            raise RuntimeError(f"no summary line in {out}")
+        return int(match.group(1))
+
+
+def instructions_main(args: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install valgrind)")
+        return 2
+    high, low = args.instructions, max(1, args.instructions // 4)
+    print(
+        f"client_overhead --instructions: {', '.join(args.clients)} at {args.in_flight} in"
+        f" flight; callgrind, ({high:,} - {low:,} calls) per client; {args.loop}"
+    )
+    per_call: dict[tuple[str, int], float] = {}
+    server = ServerProcess("millimcp", uvicorn_command(SERVER_MODULE), args.server_cpu)
+    with serving(server):
+        for name in args.clients:
+            if (reason := check_import(name)) is not None:
+                print(f"skipping {name}: {reason}")
+                continue
+            for level in args.in_flight_levels:
+                counts = [
+                    callgrind_instructions(
+                        worker_command(args, name, level, server, calls=n), args.client_cpu
+                    )
+                    for n in (low, high)
+                ]
+                per_call[name, level] = (counts[1] - counts[0]) / (high - low)
+                print(f"  {name:<9} x{level:<3} {per_call[name, level]:12,.0f} instructions/call")
+    print("\nclient instructions per tools/call (user space), and ratios at the same concurrency")
+    print(
+        f"{'client':<9} {'in flight':>9} {'instr/call':>12} {'x aiohttp':>9} {'x official':>10}"
+        f" {'x streams':>9}"
+    )
+    for (name, level), count in per_call.items():
+        ratios = [
+            _fmt(count / per_call[base, level] if (base, level) in per_call else None, fmt)
+            for base, fmt in (("aiohttp", ".2f"), ("official", ".3f"), ("streams", ".2f"))
+        ]
+        print(f"{name:<9} {level:>9} {count:>12,.0f} {ratios[0]:>9} {ratios[1]:>10} {ratios[2]:>9}")
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -798,6 +981,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="CALLS",
+        help="instead of timing: count each client's instructions per call under callgrind"
+        " (CALLS and CALLS/4 calls; deterministic, unlike CPU time on a shared VM)",
+    )
+    parser.add_argument(
         "--profile",
         choices=tuple(CLIENTS),
         help="instead of the benchmark: profile one client over the measured window"
@@ -818,6 +1008,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
         args.in_flight = int(args.in_flight)
@@ -867,6 +1058,8 @@ def main(argv: list[str] | None = None) -> int:
     os.sched_setaffinity(0, {args.client_cpu})
     if args.profile is not None:
         return profile_main(args)
+    if args.instructions is not None:
+        return instructions_main(args)
 
     env = environment(args)
     for name in EXTRA_PACKAGES:

@@ -3,7 +3,10 @@
 Each connection is a bare asyncio ``Protocol`` with exactly one request in flight: the next
 request is written from ``data_received`` as soon as the previous response is complete, so
 the hot path is a buffer scan, a few byte comparisons and one ``transport.write`` of bytes
-built once up front. Responses are framed by ``Content-Length`` or chunked encoding only.
+built once up front. Responses are framed by ``Content-Length`` or chunked encoding only, by
+the lab's framing (``millimcp.lab.loadgen.parse_response``, shared with ``millimcp bench``).
+``millimcp bench`` is the general tool (open loop, eras, SSE, several processes); this module
+keeps the benchmarks' narrower closed loop, whose windows are sampled by a callback.
 """
 
 from __future__ import annotations
@@ -19,17 +22,16 @@ from typing import cast
 
 import msgspec
 
+from millimcp.lab.loadgen import ResponseFramingError, parse_response
+
 PROTOCOL_VERSION = "2026-07-28"
 ECHO_TEXT = "hello"
 
-_HEADER_END = b"\r\n\r\n"
-_CONTENT_LENGTH = b"\r\ncontent-length:"
-_CHUNKED = b"\r\ntransfer-encoding: chunked"
 _BAD_MARKERS = (b'"isError":true', b'"error":{')
 
 
-class ProtocolError(Exception):
-    """The server sent something this minimal HTTP parser refuses to frame."""
+ProtocolError = ResponseFramingError
+"""The server sent something the minimal HTTP parser refuses to frame."""
 
 
 def build_request(host: str, port: int, path: str, text: str = ECHO_TEXT) -> bytes:
@@ -62,54 +64,6 @@ def build_request(host: str, port: int, path: str, text: str = ECHO_TEXT) -> byt
         "\r\n"
     )
     return head.encode("ascii") + body
-
-
-def parse_response(buf: bytes) -> tuple[int, bytes, int] | None:
-    """Frame one HTTP/1.1 response at the start of ``buf``.
-
-    Returns ``(status, body, bytes_consumed)``, or ``None`` when ``buf`` holds only part of it.
-    """
-    hdr_end = buf.find(_HEADER_END)
-    if hdr_end < 0:
-        return None
-    head = buf[:hdr_end].lower()
-    try:
-        status = int(head[9:12])
-    except ValueError as exc:
-        raise ProtocolError(f"bad status line: {bytes(head[:40])!r}") from exc
-    start = hdr_end + 4
-    i = head.find(_CONTENT_LENGTH)
-    if i >= 0:
-        j = head.find(b"\r\n", i + len(_CONTENT_LENGTH))
-        length = int(head[i + len(_CONTENT_LENGTH) : j if j >= 0 else None])
-        end = start + length
-        if len(buf) < end:
-            return None
-        return status, buf[start:end], end
-    if _CHUNKED in head:
-        return _parse_chunked(buf, status, start)
-    if status in (204, 304) or 100 <= status < 200:
-        return status, b"", start
-    raise ProtocolError("response has neither Content-Length nor chunked framing")
-
-
-def _parse_chunked(buf: bytes, status: int, pos: int) -> tuple[int, bytes, int] | None:
-    parts: list[bytes] = []
-    while True:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            return None
-        size = int(buf[pos:eol].split(b";", 1)[0], 16)
-        pos = eol + 2
-        if size == 0:
-            trailer_end = buf.find(b"\r\n", pos)  # no trailers expected: just the final CRLF
-            if trailer_end < 0:
-                return None
-            return status, b"".join(parts), trailer_end + 2
-        if len(buf) < pos + size + 2:
-            return None
-        parts.append(buf[pos : pos + size])
-        pos += size + 2
 
 
 def response_ok(status: int, body: bytes, marker: bytes) -> bool:

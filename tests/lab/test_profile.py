@@ -13,17 +13,9 @@ import pytest
 from tests.conftest import ROOT, free_port, start_server, stop_server
 from tests.http.test_tls_http2 import Tls
 
-from millimcp.lab.profile import (
-    SHARE_WARNING,
-    Profile,
-    notes,
-    profile_http,
-    profile_stdio,
-    render,
-    summarize,
-    transport_share,
-)
+from millimcp.lab.profile import Profile, notes, profile_http, profile_stdio, render
 from millimcp.lab.results import load_run
+from millimcp.lab.stages import SHARE_WARNING, summarize, transport_share
 
 HI = {"text": "hi"}
 SERVER_STAGES = [

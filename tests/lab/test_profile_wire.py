@@ -10,7 +10,7 @@ import pytest
 
 from millimcp.errors import ConnectionLost, FrameTooLarge
 from millimcp.lab._table import Table, duration
-from millimcp.lab.profile import parse_server_timing, stage_order, summarize
+from millimcp.lab.stages import parse_server_timing, stage_order, summarize
 from millimcp.lab.timed_http import Endpoint, _ResponseReader
 
 BODY = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import email.utils
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final, Literal
@@ -168,7 +169,9 @@ class HttpLink:
         """Raw tensors accepted (``dev.millimcp/tensor`` declared): framed bodies both ways."""
         self.max_attachment_bytes = max_attachment_bytes
         self.connections_opened = 0
-        self.connections_reused = 0
+        """Sockets the calls' pool opened (counted by its connector's socket factory: a connect
+        attempt that failed counts too)."""
+        self._exchanges = 0  # requests of the calls' pool that got an answer's headers
         self._ssl = ssl
         coding = "zstd, gzip" if available("zstd") else "gzip"
         self._base_headers: dict[str, str] = {
@@ -193,32 +196,36 @@ class HttpLink:
             f"reused={self.connections_reused} session={self._session_id is not None}>"
         )
 
+    @property
+    def connections_reused(self) -> int:
+        """Requests of the calls' pool that went out on a connection an earlier one opened."""
+        return max(0, self._exchanges - self.connections_opened)
+
     # -- Link -------------------------------------------------------------------------------
 
     async def open(self) -> None:
         if self._session is not None:
             return
-        trace = aiohttp.TraceConfig()
-        trace.on_connection_create_end.append(self._on_new_connection)
-        trace.on_connection_reuseconn.append(self._on_reused_connection)
-        self._session = self._new_session(self.limits.connections, trace)
+        self._session = self._new_session(self.limits.connections, counted=True)
         self._closed = False
 
-    def _new_session(
-        self, limit: int, trace: aiohttp.TraceConfig | None = None
-    ) -> aiohttp.ClientSession:
+    def _new_session(self, limit: int, *, counted: bool = False) -> aiohttp.ClientSession:
+        # The counters come from the socket factory and the request paths, not from an
+        # aiohttp TraceConfig: any trace config makes aiohttp build and send every trace
+        # signal of every request (554k -> 475k instructions per tools/call without one,
+        # benchmarks/client_overhead.py --instructions).
         connector = aiohttp.TCPConnector(
             limit=limit,
             limit_per_host=0,
             keepalive_timeout=self.limits.keepalive_expiry_s,
             ttl_dns_cache=_DNS_TTL_S,
             ssl=self._ssl if self._ssl is not None else True,
+            socket_factory=self._new_socket if counted else None,
         )
         return aiohttp.ClientSession(
             connector=connector,
             headers=self._base_headers,
             timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout.connect),
-            trace_configs=None if trace is None else [trace],
             auto_decompress=False,
             skip_auto_headers=("User-Agent",),
         )
@@ -285,6 +292,8 @@ class HttpLink:
             raise NotSent(f"could not connect to {self.url}: {exc}") from exc
         except aiohttp.ClientError as exc:
             raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+        if session is self._session:
+            self._exchanges += 1
         try:
             if self._session_id is None:
                 session_id = response.headers.get("Mcp-Session-Id")
@@ -517,15 +526,15 @@ class HttpLink:
         try:
             async with asyncio.timeout(_DELETE_TIMEOUT_S):
                 async with session.delete(self.url, headers=headers) as response:
+                    self._exchanges += 1
                     await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             log.debug("DELETE of the session failed: %r", exc)
 
-    async def _on_new_connection(self, *_: Any) -> None:
+    def _new_socket(self, addr_info: Any) -> socket.socket:
+        family, type_, proto, _, _ = addr_info
         self.connections_opened += 1
-
-    async def _on_reused_connection(self, *_: Any) -> None:
-        self.connections_reused += 1
+        return socket.socket(family=family, type=type_, proto=proto)
 
 
 def _decode_or_none(data: bytes) -> Message | None:

@@ -158,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
     except (MillimcpError, OSError) as exc:
         print(f"millimcp bench: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("millimcp bench: interrupted", file=sys.stderr)
+        return 130
     print(format_run(result))
     if args.export_json:
         save_run(result, args.export_json)

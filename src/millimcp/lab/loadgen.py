@@ -67,6 +67,8 @@ _CONTENT_LENGTH: Final = b"\r\ncontent-length:"
 _CONTENT_TYPE: Final = b"\r\ncontent-type:"
 _CHUNKED: Final = b"\r\ntransfer-encoding: chunked"
 _CLOSE: Final = b"\r\nconnection: close"
+_EVENT_STREAM: Final = b"text/event-stream"
+_LENGTH_AT: Final = len(_CONTENT_LENGTH)
 _MAX_HEAD: Final = 64 * 1024
 _MAX_BODY: Final = 64 * 1024 * 1024
 _RECONNECT_PAUSE_S: Final = 0.05
@@ -508,15 +510,18 @@ class _Connection(asyncio.Protocol, _Slot):
         start = end + 4
         if _CLOSE in head:
             self.closing = True
-        content_type = _header(head, _CONTENT_TYPE)
-        if content_type is not None and content_type.startswith(b"text/event-stream"):
-            self.buf = b""
-            self.stream = _Stream(status, head)
-            self._read_stream(buf[start:])
-            return
-        length = _header(head, _CONTENT_LENGTH)
-        if length is not None:
-            stop = start + int(length)
+        if _EVENT_STREAM in head:
+            content_type = _header(head, _CONTENT_TYPE)
+            if content_type is not None and content_type.startswith(_EVENT_STREAM):
+                self.buf = b""
+                self.stream = _Stream(status, head)
+                self._read_stream(buf[start:])
+                return
+        i = head.find(_CONTENT_LENGTH)
+        if i >= 0:
+            i += _LENGTH_AT
+            j = head.find(b"\r\n", i)
+            stop = start + int(head[i : j if j >= 0 else None])
             if len(buf) < stop:
                 if stop > _MAX_BODY:
                     raise ResponseFramingError("response body too large")
@@ -534,7 +539,7 @@ class _Connection(asyncio.Protocol, _Slot):
         else:
             raise ResponseFramingError("response has neither Content-Length nor chunked framing")
         self.buf = buf[stop:]
-        self._done(classify(status, body))
+        self.engine.complete(self, classify(status, body))
 
     def _read_stream(self, data: bytes) -> None:
         stream = self.stream
@@ -564,8 +569,7 @@ class _Connection(asyncio.Protocol, _Slot):
                 self._done("protocol")
 
     def _done(self, kind: str | None) -> None:
-        self.engine.record(self, kind)
-        self.engine.release(self)
+        self.engine.complete(self, kind)
 
     def _broken(self, kind: str, exc: BaseException | None) -> None:
         transport, self.transport = self.transport, None
@@ -637,6 +641,27 @@ class _LeanLoop(_Loop):
             else:
                 self.recorder.tick_errors[kind] += 1
 
+    def complete(self, connection: _Connection, kind: str | None) -> None:
+        """A whole response arrived on ``connection``: record it, start the next call."""
+        now = time.perf_counter_ns()
+        t0, connection.t0 = connection.t0, -1
+        if t0 < 0:  # a response nobody asked for: the server is confused
+            connection._broken("protocol", None)
+            return
+        self.in_flight -= 1
+        if t0 >= self.window_ns:
+            if kind is None:
+                self.recorder.batch.append(now - t0)
+            else:
+                self.recorder.tick_errors[kind] += 1
+        if connection.closing:
+            self.release(connection)
+        elif self.closed_loop and not self.stopping and self.plan.requests is None:
+            self.in_flight += 1  # the common case of ready(): send again at once
+            connection.start(now)
+        else:
+            self.ready(connection, now)
+
     def release(self, connection: _Connection) -> None:
         """``connection`` is free for the next call."""
         if connection.closing:
@@ -675,7 +700,8 @@ class _LeanLoop(_Loop):
             return
 
     async def sweep(self) -> None:
-        """Fail calls older than the timeout (their connection is closed and replaced)."""
+        """Fail calls older than the timeout (their connection is closed and replaced), and
+        replace a connection whose answered event stream stays open that long."""
         timeout = self.plan.timeout_s
         if timeout is None:
             return
@@ -684,8 +710,12 @@ class _LeanLoop(_Loop):
             await asyncio.sleep(min(_SWEEP_S, timeout / 4))
             now = time.perf_counter_ns()
             for connection in list(self.connections):
-                if connection.t0 >= 0 and now - connection.sent_at > limit:
+                if now - connection.sent_at <= limit:
+                    continue
+                if connection.t0 >= 0:
                     connection._broken("timeout", None)
+                elif connection.stream is not None:  # answered, but the stream never ends
+                    connection._broken("timeout", None)  # replaced; the call already counted
 
     async def close(self) -> None:
         for task in list(self._reconnects):

@@ -67,7 +67,14 @@ from millimcp.client.core_types import CallResult, blocks
 from millimcp.codec.compress import available, decompress
 from millimcp.errors import ConfigurationError, MillimcpError, error_from_code
 from millimcp.lab import _table
-from millimcp.lab.stats import quantile
+from millimcp.lab.stages import (
+    SHARE_WARNING,
+    CallTimes,
+    server_stages,
+    stage_order,
+    summarize,
+    transport_share,
+)
 from millimcp.lab.target import add_target_arguments, ssl_context, target_from_args
 from millimcp.lab.timed_http import Endpoint, Exchange, TimedConnection, open_timed
 from millimcp.lab.timed_stdio import TimedProcess, spawn_timed
@@ -85,62 +92,20 @@ from millimcp.protocol.types import (
 )
 
 __all__ = [
-    "CallTimes",
     "Profile",
-    "StageStats",
+    "ProfileError",
     "add_arguments",
+    "heading",
+    "notes",
     "profile_http",
     "profile_stdio",
+    "render",
     "run",
-    "summarize",
+    "to_run",
 ]
 
 clock: Final = time.perf_counter_ns
 cpu_clock: Final = time.thread_time_ns
-CallTimes = dict[str, int]
-"""One call's stages in nanoseconds, in order; they add up to the call's duration."""
-
-TRANSPORT_STAGES: Final = frozenset(
-    {
-        "dns",
-        "connect",
-        "tls",
-        "spawn",
-        "initialize",
-        "upload",
-        "write",
-        "network/wait",
-        "download",
-        "read",
-        "client wake-up",
-    }
-)
-SERIALIZATION_STAGES: Final = frozenset(
-    {"request encode", "response decode", "server decode", "server encode", "server compress"}
-)
-SHARE_WARNING: Final = 30.0
-"""Above this share (%) of transport + serialization, the tool is not what sets the latency
-(S7.1)."""
-
-_BEFORE: Final = (
-    "dns",
-    "connect",
-    "tls",
-    "spawn",
-    "initialize",
-    "request encode",
-    "upload",
-    "write",
-)
-_AFTER: Final = (
-    "server",
-    "network/wait",
-    "server+pipe",
-    "download",
-    "read",
-    "client wake-up",
-)
-_LAST: Final = "response decode"
 _CLIENT_INFO: Final = {"name": "millimcp-profile", "version": "0.1.0"}
 _CALL: Final = ResultKind(CallResult, mrtr=True)
 _ERROR: Final = msgspec.json.Decoder(dict[str, Any])
@@ -184,111 +149,7 @@ class Profile:
     """Indexes of the warm calls whose tool failed (``isError``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StageStats:
-    mean_ms: float
-    p95_ms: float
-    share: float
-    """Percent of the mean total."""
-
-
-# -- summaries ------------------------------------------------------------------------------
-
-
-def stage_order(calls: Sequence[CallTimes]) -> list[str]:
-    """Every stage seen in ``calls``, in the order of the flow (server stages as sent)."""
-    server: list[str] = []
-    seen: set[str] = set()
-    for call in calls:
-        for name in call:
-            if name not in seen:
-                seen.add(name)
-                if name.startswith("server ") and name not in _AFTER:
-                    server.append(name)
-    order = [name for name in _BEFORE if name in seen] + server
-    order += [name for name in _AFTER if name in seen]
-    if _LAST in seen:
-        order.append(_LAST)
-    return order + sorted(seen - set(order))
-
-
-def summarize(calls: Sequence[CallTimes]) -> tuple[dict[str, StageStats], StageStats]:
-    """Mean, p95 and share of each stage over ``calls`` (a stage a call lacks counts as 0,
-    so the means still add up to the mean total), and the same for the total."""
-    if not calls:
-        return {}, StageStats(0.0, 0.0, 0.0)
-    totals = sorted(sum(call.values()) / 1e6 for call in calls)
-    mean_total = sum(totals) / len(totals)
-    stages: dict[str, StageStats] = {}
-    for name in stage_order(calls):
-        values = sorted(call.get(name, 0) / 1e6 for call in calls)
-        mean = sum(values) / len(values)
-        share = 100.0 * mean / mean_total if mean_total > 0 else 0.0
-        stages[name] = StageStats(mean, quantile(values, 0.95), share)
-    return stages, StageStats(mean_total, quantile(totals, 0.95), 100.0)
-
-
-def transport_share(stages: Mapping[str, StageStats]) -> float:
-    """The share (%) of transport and serialization: connecting, moving and (de)coding bytes,
-    on both sides, as far as the server reports its stages."""
-    wanted = TRANSPORT_STAGES | SERIALIZATION_STAGES
-    return sum(stats.share for name, stats in stages.items() if name in wanted)
-
-
 # -- the wire ---------------------------------------------------------------------------------
-
-
-def parse_server_timing(value: str) -> list[tuple[str, float]]:
-    """``Server-Timing`` metrics as (name, milliseconds), in order; metrics without ``dur``
-    are left out."""
-    metrics: list[tuple[str, float]] = []
-    for entry in _split_unquoted(value, ","):
-        name, *params = (part.strip() for part in _split_unquoted(entry, ";"))
-        if not name:
-            continue
-        for param in params:
-            key, _, raw = param.partition("=")
-            if key.strip().lower() == "dur":
-                with contextlib.suppress(ValueError):
-                    metrics.append((name, float(raw.strip().strip('"'))))
-                break
-    return metrics
-
-
-def _split_unquoted(text: str, separator: str) -> list[str]:
-    parts: list[str] = []
-    start = 0
-    quoted = False
-    for i, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted
-        elif char == separator and not quoted:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def _server_stages(headers: Mapping[str, str], ttfb_ns: int) -> tuple[CallTimes, bool]:
-    """The server's stages and the network/wait between them and the time to first byte
-    (or one ``server`` stage without ``Server-Timing``); whether the header was there."""
-    value = headers.get("server-timing")
-    metrics = parse_server_timing(value) if value else []
-    if not metrics:
-        return {"server": ttfb_ns}, False
-    stages: CallTimes = {}
-    total: int | None = None
-    for name, ms in metrics:
-        ns = round(ms * 1e6)
-        if name == "total":
-            total = ns
-        else:
-            key = f"server {name}"
-            stages[key] = stages.get(key, 0) + ns
-    if total is None:
-        total = sum(stages.values())
-    stages["network/wait"] = max(0, ttfb_ns - total)
-    return stages, True
 
 
 def _decode(body: bytes, modern: bool) -> bool:
@@ -366,7 +227,7 @@ async def _http_call(conn: TimedConnection, call: _Call, session: str | None) ->
     first = max(exchange.first_byte_ns, t1)
     last = min(max(exchange.last_byte_ns, first), t3)
     upload = min(upload, first - t1)
-    server, _ = _server_stages(exchange.headers, first - t1 - upload)
+    server, _ = server_stages(exchange.headers, first - t1 - upload)
     stages: CallTimes = {"request encode": t1 - t0, "upload": upload, **server}
     stages["download"] = last - first
     stages["client wake-up"] = t3 - last
