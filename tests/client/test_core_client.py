@@ -241,3 +241,12 @@ async def test_a_lost_session_is_initialized_again(core_url: str) -> None:
         result = await client.call_tool("echo", {"text": "after"})
         assert result.text == "after"
         assert link.session_id not in (None, old)
+
+
+async def test_header_mismatch_reads_the_tools_again_and_resends(core_url: str) -> None:
+    async with Client.over_http(core_url) as client:
+        # No tools/list yet: the client does not know regional's x-mcp-header declarations,
+        # the server answers -32020, the client lists the tools and sends again.
+        result = await client.call_tool("regional", {"region": "eu", "tenant": 1, "query": "q"})
+        assert result.text == "eu/1: q"
+        assert client.stats.calls == 4  # discover, the refused call, tools/list, the call

@@ -17,7 +17,6 @@ from millimcp.lab.cli import main as lab_main
 from millimcp.lab.report import (
     browser_command,
     chart_specs,
-    compare_rows,
     find_browser,
     render_report,
     screenshot,
@@ -185,21 +184,21 @@ def test_a_run_with_only_its_hdr_histogram_still_gets_its_distribution() -> None
     assert median == pytest.approx(run.latency_ms["p50"], rel=0.01)
 
 
-def test_the_comparison_puts_b_against_a() -> None:
+def test_the_comparison_is_millimcp_compares_judgement() -> None:
     a, b = make_run(1), make_run(2, scale=1.5)
-    rows = {row.metric: row for row in compare_rows(a, b)}
-    assert rows["p99"].a == a.latency_ms["p99"]
-    assert rows["p99"].b == b.latency_ms["p99"]
-    assert rows["p50"].verdict == "worse"
-    assert rows["p50"].change == pytest.approx(b.latency_ms["p50"] / a.latency_ms["p50"] - 1)
-    assert rows["throughput"].verdict == "same"
-    assert rows["error rate"].b > 0
-    assert rows["error rate"].change is None
-    faster = {row.metric: row for row in compare_rows(b, a)}
-    assert faster["p50"].verdict == "better"
     text = render_report([a, b])
     assert "Comparison (B against A)" in text
-    assert f"{rows['p50'].change * 100:+.1f}%" in text
+    p50 = 100 * (b.latency_ms["p50"] / a.latency_ms["p50"] - 1)
+    assert f'<span class="worse">{p50:+.1f}%</span>' in text
+    assert '<span class="worse">regressed</span>' in text
+    assert "REGRESSION: B is worse than A beyond 15%" in text
+    assert "Mann-Whitney U on the latencies" in text
+    # The other way round B is faster: an improvement, not a regression.
+    text = render_report([b, a])
+    assert '<span class="better">improved</span>' in text
+    assert "REGRESSION" not in text
+    # A threshold above the change: no regression either.
+    assert "REGRESSION" not in render_report([a, b], threshold_pct=80.0)
 
 
 def test_the_runs_notes_are_shown() -> None:

@@ -16,6 +16,7 @@ from millimcp import Client
 from millimcp.client import ToolResult
 from millimcp.errors import ConfigurationError
 from millimcp.lab.cli import main as lab_main
+from millimcp.lab.recording import decode_histogram
 from millimcp.lab.results import load_run
 from millimcp.lab.scenario import (
     Call,
@@ -388,6 +389,9 @@ async def test_the_run_file_holds_the_scenario_and_its_steps(
     assert loaded.latency_ms["max"] == max(loaded.samples_ms)
     assert sum(point.calls for point in loaded.timeline) == 30
     assert loaded.histogram is not None
+    histogram = decode_histogram(loaded.histogram)
+    assert histogram.get_total_count() == 30
+    assert histogram.get_max_value() / 1000 == pytest.approx(loaded.latency_ms["max"], rel=0.01)
     # The end-to-end latency covers the steps: no iteration is faster than its first call.
     assert loaded.latency_ms["min"] >= loaded.steps["order"].latency_ms["min"]
 
@@ -448,3 +452,21 @@ def test_a_scenario_object_is_plain_data() -> None:
     scenario = load_scenario(AGENT_TOML)
     assert isinstance(scenario, Scenario)
     assert scenario.calls[1].args == {"customer_id": "{{ order.customer_id }}"}
+
+
+def test_the_example_server_runs_the_agent_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    target = "examples.scenarios.agent_server:cached"
+    process = start_server(["-m", "millimcp", "serve", target, "--port", str(port)], port)
+    try:
+        status = lab_main(
+            ["scenario", str(AGENT_TOML), f"http://127.0.0.1:{port}/mcp", "-c", "2", "-n", "6"]
+        )
+    finally:
+        stop_server(process)
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "6 iterations" in printed
+    assert "agent-example/1.0.0" in printed

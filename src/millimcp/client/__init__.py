@@ -6,6 +6,7 @@ is made.
 """
 
 from millimcp.client.client import Client
+from millimcp.client.core_subscribe import Subscription
 from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHandler
 from millimcp.client.results import ClientStats, Notification, ToolResult
 
@@ -16,5 +17,6 @@ __all__ = [
     "Notification",
     "RootsSource",
     "SamplingHandler",
+    "Subscription",
     "ToolResult",
 ]

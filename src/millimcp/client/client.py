@@ -46,6 +46,7 @@ from millimcp.client.list_cache import ListCache
 from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.tensors import ClientTensors, TensorType
 from millimcp.client.tensors import available as tensors_available
+from millimcp.errors import HeaderMismatch
 from millimcp.protocol.types import (
     CompleteResult,
     Completion,
@@ -316,6 +317,10 @@ class Client:
         ``on_progress(progress, total, message)`` gets the tool's progress notifications.
         Argument values may be numpy arrays or torch tensors (or dicts of them); the result's
         tensors are in ``.tensors``, as ``tensor_type`` says (see :meth:`over_http`).
+
+        Over HTTP, a ``-32020`` (the server wants ``Mcp-Param-*`` headers the client did not
+        know of) makes the client read ``tools/list`` again and resend once, as the spec
+        advises: the server refused the call before running it.
         """
         core = self._core
         info = self._tools.get(name)
@@ -327,29 +332,50 @@ class Client:
                 idempotent = info.idempotent
             if timeout is None and info.timeout is not None:
                 timeout = info.timeout
-        call_timeout = self._timeout if timeout is None else self._per_call(timeout)
         codec = self._tensors
         tensor_call = None
-        if codec is not None:
+        if codec is not None:  # tensors become cid: references or base64 (client/tensors.py)
             arguments, tensor_call = codec.prepare(core, arguments, tensor_type)
+        params = {"name": name, "arguments": {} if arguments is None else arguments}
         try:
             result = await core.call(
                 "tools/call",
-                {"name": name, "arguments": {} if arguments is None else arguments},
+                params,
                 _CALL,
                 name=name,
                 extra_headers=extra,
                 idempotent=bool(idempotent),
-                timeout=call_timeout,
+                timeout=self._per_call(timeout),
                 on_progress=on_progress,
             )
-            content = blocks(result.content)
-            tensors = None if codec is None else codec.decode(content, tensor_call, tensor_type)
+        except HeaderMismatch:
+            if not core.http or not arguments:
+                raise
+            self._lists.invalidate("tools")
+            await self.list_tools()
+            info = self._tools.get(name)
+            if info is None or not info.headers:
+                raise
+            result = await core.call(
+                "tools/call",
+                params,
+                _CALL,
+                name=name,
+                extra_headers=param_headers(info.headers, arguments),
+                idempotent=bool(idempotent),
+                timeout=self._per_call(timeout),
+                on_progress=on_progress,
+            )
         finally:
-            if codec is not None:
-                codec.end(tensor_call)
+            if tensor_call is not None:
+                tensor_call.close()
+        content = blocks(result.content)
         return ToolResult(
-            content, result.structured_content, bool(result.is_error), result.meta, tensors
+            content,
+            result.structured_content,
+            bool(result.is_error),
+            result.meta,
+            None if codec is None else codec.decode(content, tensor_call, tensor_type),
         )
 
     # -- resources ------------------------------------------------------------------------

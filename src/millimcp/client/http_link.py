@@ -283,7 +283,7 @@ class HttpLink:
             session = self._side_session()
         data: Any = body
         if self.tensors or len(body) > tensor.LARGE_BODY:
-            data, media_type = tensor.outgoing(body)
+            data, media_type = tensor.outgoing(body, headers.get("Mcp-Method"))
             if media_type is not None:
                 headers = {**headers, "Content-Type": media_type}
         try:

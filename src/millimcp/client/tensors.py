@@ -27,8 +27,9 @@ The per-call state shared with the HTTP link (the attachment to send, the one re
 in two context variables: the link runs in the caller's task, so the
 :class:`~millimcp.client.link.Link` interface carries nothing new. The attachment to send is
 set only for the duration of a raw call with tensor arguments; the one received is set by the
-link when a framed reply comes and dropped when the call ends. A call without tensors costs a
-scan of its argument values and of its result's content blocks, and one context lookup.
+link when a framed reply comes and taken by ``decode`` (or dropped by the next ``prepare``
+when the call failed first). A call without tensors costs a scan of its argument values and
+of its result's content blocks, and two context lookups.
 
 numpy and torch are not imported here: a value is recognised as a tensor by its type, and the
 libraries are loaded by ``millimcp.tensor`` when a tensor is encoded or decoded.
@@ -167,7 +168,10 @@ class ClientTensors:
         self, core: Core, arguments: Mapping[str, Any] | None, tensor_type: TensorType | None
     ) -> tuple[Mapping[str, Any] | None, TensorCall | None]:
         """The arguments to send, tensors replaced by their JSON form, and a
-        :class:`TensorCall` when there were tensors (for :meth:`decode` and :meth:`end`)."""
+        :class:`TensorCall` when there were tensors (for :meth:`decode`; the caller closes it
+        when the call is over)."""
+        if _RECEIVED.get() is not None:  # left by a call that failed before decoding
+            _RECEIVED.set(None)
         if not arguments:
             return arguments, None
         for value in arguments.values():  # the common case, inline: no tensor at all
@@ -190,7 +194,11 @@ class ClientTensors:
         self, content: list[Any], call: TensorCall | None, tensor_type: TensorType | None
     ) -> dict[str, Any] | None:
         """The result's tensors by name (None when it has none): ``cid:`` links into the raw
-        reply's attachment, and embedded ``application/x-safetensors`` blobs."""
+        reply's attachment (taken from the context here), and embedded
+        ``application/x-safetensors`` blobs."""
+        attachment = _RECEIVED.get()
+        if attachment is not None:
+            _RECEIVED.set(None)
         out: dict[str, Any] | None = None
         shared: dict[str, Any] | None = None
         kind: Kind | None = None
@@ -202,7 +210,6 @@ class ClientTensors:
                 if kind is None:
                     kind = self._kind(call, tensor_type)
                 if shared is None:
-                    attachment = _RECEIVED.get()
                     if attachment is None:
                         raise TensorFormatError(
                             "the result links to cid: tensors but no attachment came"
@@ -221,14 +228,6 @@ class ClientTensors:
                 for name, tensor in _unpack(self._blob(resource.blob), kind, self.limits).items():
                     out = _add(out, name, tensor)
         return out
-
-    @staticmethod
-    def end(call: TensorCall | None) -> None:
-        """After a call, decoded or failed: unbind its attachment, drop the one received."""
-        if call is not None:
-            call.close()
-        if _RECEIVED.get() is not None:
-            _RECEIVED.set(None)
 
     def _kind(self, call: TensorCall | None, tensor_type: TensorType | None) -> Kind:
         if call is not None:
@@ -316,12 +315,13 @@ def _payload_class() -> type[Any]:
     return BufferList
 
 
-def outgoing(body: bytes) -> tuple[Any, str | None]:
-    """What the HTTP link posts for ``body`` and its Content-Type (None: the usual): framed
-    with the attachment of the raw call in progress, sent as a list of buffers (the tensors
-    from their own memory); other large bodies as a buffer list too; else ``body`` itself."""
+def outgoing(body: bytes, method: str | None) -> tuple[Any, str | None]:
+    """What the HTTP link posts for ``body`` and its Content-Type (None: the usual): the
+    ``tools/call`` of a raw call in progress framed with its attachment, sent as a list of
+    buffers (the tensors from their own memory; not another request the call makes, such as
+    ``tools/list``); other large bodies as a buffer list too; else ``body`` itself."""
     parts = _SENDING.get()
-    if parts is not None:
+    if parts is not None and method == "tools/call":
         return _payload_class()(frame(body, parts), ATTACHMENT_MEDIA_TYPE), ATTACHMENT_MEDIA_TYPE
     if len(body) > LARGE_BODY:
         return _payload_class()([body], "application/json"), None

@@ -67,6 +67,7 @@ from millimcp.client.core_types import CallResult, blocks
 from millimcp.codec.compress import available, decompress
 from millimcp.errors import ConfigurationError, MillimcpError, error_from_code
 from millimcp.lab import _table
+from millimcp.lab.loadgen import run_event_loop
 from millimcp.lab.stages import (
     SHARE_WARNING,
     CallTimes,
@@ -755,7 +756,7 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             coroutine = profile_stdio(target.command, args.tool, arguments, **options)
-        profile = asyncio.run(coroutine)
+        profile = run_event_loop(coroutine)
     except ProfileError as exc:
         print(f"millimcp profile: {exc}", file=sys.stderr)
         return 2 if exc.usage else 1

@@ -24,21 +24,20 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from millimcp.errors import ConfigurationError
+from millimcp.lab._table import duration
 
 if TYPE_CHECKING:
     from millimcp.lab.results import Run
 
 __all__ = [
-    "CompareRow",
     "add_arguments",
-    "compare_rows",
+    "chart_specs",
     "find_browser",
     "render_report",
     "run",
@@ -88,54 +87,6 @@ _PERCENTILE_KEYS: tuple[tuple[str, str], ...] = (
     ("p99.9", "p999"),
     ("max", "max"),
 )
-
-
-# -- the comparison ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CompareRow:
-    """One line of the comparison table: B against A."""
-
-    metric: str
-    a: float
-    b: float
-    unit: str
-    lower_is_better: bool
-
-    @property
-    def change(self) -> float | None:
-        """B's change against A, as a fraction (+0.12 is 12% more); None when A is 0."""
-        return None if self.a == 0 else (self.b - self.a) / self.a
-
-    @property
-    def verdict(self) -> str:
-        """``better``, ``worse`` or ``same`` (within 1%)."""
-        change = self.change
-        if change is None or abs(change) < 0.01:
-            return "same"
-        return "better" if (change < 0) == self.lower_is_better else "worse"
-
-
-def compare_rows(a: Run, b: Run) -> list[CompareRow]:
-    """Percentiles, mean, throughput and error rate of two runs side by side."""
-    rows = [
-        CompareRow(label, _latency(a, key), _latency(b, key), "ms", True)
-        for label, key in (("mean", "mean"), *_PERCENTILE_KEYS)
-    ]
-    rows.append(CompareRow("throughput", a.throughput, b.throughput, "/s", False))
-    rows.append(CompareRow("error rate", _error_rate(a) * 100, _error_rate(b) * 100, "%", True))
-    return rows
-
-
-def _latency(run: Run, key: str) -> float:
-    return float(run.latency_ms.get(key, 0.0) if isinstance(run.latency_ms, dict) else 0.0)
-
-
-def _error_rate(run: Run) -> float:
-    errors = sum(run.errors.values())
-    total = run.calls + errors
-    return errors / total if total else 0.0
 
 
 # -- the distributions ------------------------------------------------------------------------
@@ -333,16 +284,6 @@ def chart_specs(runs: Sequence[Run]) -> list[dict[str, Any]]:
 # -- the page ---------------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    if value >= 100:
-        return f"{value:.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
 def _number(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
@@ -409,10 +350,10 @@ def _summary_table(runs: Sequence[Run]) -> str:
             _number(run.calls),
             f'<span class="{"bad" if errors else ""}">{errors:,}</span>',
             _number(run.throughput),
-            f"{_ms(latency.get('mean', 0.0))} ± {_ms(latency.get('stdev', 0.0))}",
-            _ms(latency.get("min", 0.0)),
+            f"{duration(latency.get('mean', 0.0))} ± {duration(latency.get('stdev', 0.0))}",
+            duration(latency.get("min", 0.0)),
         ]
-        row += [_ms(latency.get(key, 0.0)) for _, key in _PERCENTILE_KEYS]
+        row += [duration(latency.get(key, 0.0)) for _, key in _PERCENTILE_KEYS]
         rows.append(row)
     unit = "iterations" if all(run.kind == "scenario" for run in runs) else "calls"
     note = f'<p class="note">Latency of successful {unit}.'
@@ -455,8 +396,8 @@ def _steps_table(runs: Sequence[Run]) -> str:
                     f"<code>{_esc(name)}</code>",
                     _number(float(_step_field(step, "calls") or 0)),
                     f'<span class="{"bad" if count else ""}">{count:,}</span>',
-                    *(_ms(float(latency.get(key, 0.0))) for key in ("mean", "p50", "p95")),
-                    *(_ms(float(latency.get(key, 0.0))) for key in ("p99", "max")),
+                    *(duration(float(latency.get(key, 0.0))) for key in ("mean", "p50", "p95")),
+                    *(duration(float(latency.get(key, 0.0))) for key in ("p99", "max")),
                 ]
             )
         title = "Scenario steps" + (f" ({'AB'[index]})" if len(runs) > 1 else "")
@@ -464,28 +405,52 @@ def _steps_table(runs: Sequence[Run]) -> str:
     return "".join(parts)
 
 
-def _compare_table(runs: Sequence[Run]) -> str:
+def _compare_table(runs: Sequence[Run], threshold_pct: float) -> str:
+    """B against A, as ``millimcp compare`` judges it (bootstrap intervals, Mann-Whitney U)."""
     if len(runs) != 2:
         return ""
+    from millimcp.lab.compare import compare_runs, summary_lines
+
+    a, b = runs
+    comparison = compare_runs(a, b, threshold_pct=threshold_pct)
     rows = []
-    for row in compare_rows(runs[0], runs[1]):
-        change = row.change
-        shown = "n/a" if change is None else f"{change * 100:+.1f}%"
-
-        def value(number: float, unit: str = row.unit) -> str:
-            return _ms(number) if unit == "ms" else f"{_number(number)} {unit}"
-
+    for metric in comparison.metrics:
+        css = "worse" if metric.regressed else "better" if metric.verdict == "improved" else ""
+        if metric.name == "calls/s":
+            shown = [f"{_number(metric.a)} /s", f"{_number(metric.b)} /s"]
+        else:
+            shown = [duration(metric.a), duration(metric.b)]
+        interval = metric.interval
+        if metric.test == "mann-whitney" and comparison.mann_whitney is not None:
+            tested = f"U test, p = {comparison.mann_whitney.p_value:.2g}"
+        elif interval is None:
+            tested = "untested"
+        elif metric.name == "calls/s":
+            tested = f"[{interval.low:+,.1f}, {interval.high:+,.1f}] /s"
+        else:
+            tested = f"[{_signed_ms(interval.low)}, {_signed_ms(interval.high)}]"
+        change = "n/a" if math.isinf(metric.change_pct) else f"{metric.change_pct:+.1f}%"
         rows.append(
             [
-                _esc(row.metric),
-                value(row.a),
-                value(row.b),
-                f'<span class="{row.verdict}">{shown}</span>',
-                row.verdict,
+                _esc(metric.name),
+                *shown,
+                f'<span class="{css}">{change}</span>',
+                _esc(tested),
+                f'<span class="{css}">{_esc(metric.verdict)}</span>',
             ]
         )
-    table = _table(["metric", "A", "B", "B vs A", ""], rows, "numbers compare")
-    return "<h2>Comparison (B against A)</h2>" + table
+    rows.append(["errors", f"{a.error_count:,}", f"{b.error_count:,}", "", "", ""])
+    head = ["metric", "A", "B", "change", "interval of B-A", "verdict"]
+    lines = "".join(f"<li>{_esc(line)}</li>" for line in summary_lines(comparison))
+    return (
+        "<h2>Comparison (B against A)</h2>"
+        + _table(head, rows, "numbers compare")
+        + f'<ul class="summary">{lines}</ul>'
+    )
+
+
+def _signed_ms(value: float) -> str:
+    return ("+" if value >= 0 else "-") + duration(abs(value))
 
 
 def _figure(spec: dict[str, Any]) -> str:
@@ -505,25 +470,29 @@ def _json_for_script(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_report(runs: Sequence[Run], *, title: str | None = None) -> str:
-    """The HTML page for one run, or for two runs compared (A, then B)."""
+def render_report(
+    runs: Sequence[Run], *, title: str | None = None, threshold_pct: float = 15.0
+) -> str:
+    """The HTML page for one run, or for two runs compared (A, then B; a change beyond
+    ``threshold_pct`` that is significant is a regression, as in ``millimcp compare``)."""
     if not 1 <= len(runs) <= 2:
         raise ConfigurationError("a report shows one run, or two compared")
     charts = chart_specs(runs)
-    title = title or ("millimcp lab: " + " vs ".join(_describe(run) for run in runs))
+    if title is None:
+        title = "millimcp lab: " + (_describe(runs[0]) if len(runs) == 1 else "B against A")
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         f"<header><h1>{_esc(title)}</h1><p>Generated {generated} by millimcp report.</p></header>",
         '<div class="cards">',
         *(_run_card(run, index, len(runs)) for index, run in enumerate(runs)),
         "</div>",
-        _compare_table(runs),
+        _compare_table(runs, threshold_pct),
         _summary_table(runs),
-        _errors_table(runs),
-        _steps_table(runs),
         '<h2>Charts</h2><div class="charts">',
         *(_figure(spec) for spec in charts),
         "</div>",
+        _errors_table(runs),
+        _steps_table(runs),
     ]
     data = {"charts": charts}
     return (
@@ -598,6 +567,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="report.html", help="the page to write")
     parser.add_argument("--title", help="the page's title")
     parser.add_argument(
+        "--threshold",
+        default="15%",
+        help="two runs: a significant change beyond it is a regression (default 15%%)",
+    )
+    parser.add_argument(
         "--screenshot",
         metavar="PNG",
         help="also save a PNG of the page (needs a local headless chromium)",
@@ -605,14 +579,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from millimcp.lab.compare import parse_threshold
     from millimcp.lab.results import load_run
 
     try:
+        threshold = parse_threshold(args.threshold)
         if len(args.runs) > 2:
             raise ConfigurationError("a report shows one run, or two compared (A B)")
         runs = [load_run(path) for path in args.runs]
         output = Path(args.output)
-        output.write_text(render_report(runs, title=args.title), encoding="utf-8")
+        output.write_text(
+            render_report(runs, title=args.title, threshold_pct=threshold), encoding="utf-8"
+        )
         print(f"wrote {output}")
         if args.screenshot:
             screenshot(output, Path(args.screenshot))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from millimcp.errors import ConfigurationError
+from millimcp.lab._table import duration
 from millimcp.lab.scenario_format import (
     Call,
     IterationContext,
@@ -275,11 +276,13 @@ class _Runner:
 
 
 def error_kind(error: BaseException) -> str:
-    """The kind a failure is counted under, in the Run file's words (``timeout``,
-    ``connection``, ``http_503``, ``jsonrpc_-32602``...)."""
+    """The kind a failure is counted under, in the words of ``millimcp bench`` (``timeout``,
+    ``connection``, ``http_503``, ``jsonrpc_-32602``, ``protocol``); an exception from
+    outside millimcp keeps its class name, so a surprise shows as itself."""
     from millimcp.errors import (
         CallTimeout,
         ConnectionLost,
+        MillimcpError,
         NotSent,
         ProtocolError,
         RequestRejected,
@@ -287,12 +290,14 @@ def error_kind(error: BaseException) -> str:
 
     if isinstance(error, CallTimeout):
         return "timeout"
-    if isinstance(error, NotSent | ConnectionLost):
-        return "connection"
-    if isinstance(error, RequestRejected):
-        return f"http_{error.status}"
     if isinstance(error, ProtocolError):
         return f"jsonrpc_{error.code}"
+    if isinstance(error, RequestRejected):
+        return f"http_{error.status}"
+    if isinstance(error, NotSent | ConnectionLost | OSError):
+        return "connection"
+    if isinstance(error, MillimcpError):
+        return "protocol"
     return type(error).__name__
 
 
@@ -329,16 +334,16 @@ def _timeline(outcome: ScenarioOutcome) -> list[TimelinePoint]:
 
 
 def _histogram(latencies_ms: Sequence[float]) -> str | None:
-    """The HDR histogram (microseconds, 3 significant digits) in its compressed encoding."""
+    """The HDR histogram of the latencies, as ``millimcp bench`` writes it (microseconds)."""
     if not latencies_ms:
         return None
-    from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped,unused-ignore]
+    from millimcp.lab.recording import HIGHEST_US, encode_histogram, new_histogram
 
-    histogram = HdrHistogram(1, 3_600_000_000, 3)
-    for latency in latencies_ms:
-        histogram.record_value(max(1, round(latency * 1000.0)))
-    encoded: bytes = histogram.encode()
-    return encoded.decode("ascii")
+    histogram = new_histogram()
+    microseconds = Counter(min(max(1, round(ms * 1000.0)), HIGHEST_US) for ms in latencies_ms)
+    for value, count in microseconds.items():
+        histogram.record_value(value, count)
+    return encode_histogram(histogram)
 
 
 def to_run(
@@ -466,10 +471,6 @@ async def _run_command(args: argparse.Namespace, scenario: Scenario) -> int:
     return 0 if outcome.iterations else 1
 
 
-def _ms(value: float) -> str:
-    return f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
-
-
 def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
     """The terminal summary: end-to-end latency, then one line per step."""
     scenario = outcome.scenario
@@ -486,11 +487,11 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
     ]
     if outcome.iterations:
         lines += [
-            f"  Iteration:  {_ms(latency['mean'])} ± {_ms(latency['stdev'])}"
-            f"   (min {_ms(latency['min'])} … max {_ms(latency['max'])})",
-            f"              p50 {_ms(latency['p50'])}   p90 {_ms(latency['p90'])}"
-            f"   p95 {_ms(latency['p95'])}   p99 {_ms(latency['p99'])}"
-            f"   p99.9 {_ms(latency['p999'])}",
+            f"  Iteration:  {duration(latency['mean'])} ± {duration(latency['stdev'])}"
+            f"   (min {duration(latency['min'])} … max {duration(latency['max'])})",
+            f"              p50 {duration(latency['p50'])}   p90 {duration(latency['p90'])}"
+            f"   p95 {duration(latency['p95'])}   p99 {duration(latency['p99'])}"
+            f"   p99.9 {duration(latency['p999'])}",
             "",
         ]
     header = f"  {'step':<22}{'calls':>9}{'errors':>8}{'mean':>11}{'p50':>11}{'p95':>11}"
@@ -511,7 +512,7 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
             numbers = found.latency_ms
             row = f"  {shown:<22}{found.calls:>9,}{found.errors:>8,}"
             row += "".join(
-                f"{_ms(numbers[key]):>11}" for key in ("mean", "p50", "p95", "p99", "max")
+                f"{duration(numbers[key]):>11}" for key in ("mean", "p50", "p95", "p99", "max")
             )
             lines.append(row)
     if outcome.errors:

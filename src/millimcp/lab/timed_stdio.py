@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import msgspec
 
@@ -66,8 +66,7 @@ class TimedProcess(asyncio.SubprocessProtocol):
     # -- asyncio.SubprocessProtocol -------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.SubprocessTransport)
-        self.transport = transport
+        self.transport = cast("asyncio.SubprocessTransport", transport)  # uvloop: no subclass
         self._exited = asyncio.get_running_loop().create_future()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
@@ -124,8 +123,7 @@ class TimedProcess(asyncio.SubprocessProtocol):
         transport = self.transport
         if transport is None or self._stdout_closed or transport.get_returncode() is not None:
             raise NotSent(f"the server process is not running{self._why()}")
-        stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
+        stdin = cast("asyncio.WriteTransport", transport.get_pipe_transport(0))
         self._request_id = request_id
         self._skipped = 0
         self._waiter = asyncio.get_running_loop().create_future()
@@ -137,8 +135,7 @@ class TimedProcess(asyncio.SubprocessProtocol):
         transport = self.transport
         if transport is None or transport.get_returncode() is not None:
             raise NotSent(f"the server process is not running{self._why()}")
-        stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
+        stdin = cast("asyncio.WriteTransport", transport.get_pipe_transport(0))
         stdin.write(data)
 
     async def drain(self) -> bool:

@@ -1,0 +1,702 @@
+"""The order-analysis MCP service of the case study (SEEDS S6), naive or tuned, flag by flag.
+
+Run it from ``examples/`` (or with ``examples`` on ``PYTHONPATH``)::
+
+    python -m orders.recommender --port 8790 &                  # the external service (400 ms)
+    python -m orders.server --preset naive --port 8780 \\
+        [--set trimmed=true --set compression=true ...]         # any S6.3 step on or off
+        [--db sqlite:///path.db | postgresql://... | mysql://...]
+        [--recommender http://127.0.0.1:8790] [--orders 1000000] [--log-file PATH]
+
+It seeds the database first if needed (``orders.db``), then serves Streamable HTTP at
+``http://127.0.0.1:PORT/mcp`` and prints one line saying so on stderr. Every call needs
+``Authorization: Bearer <token>`` (``orders.auth.mint(secret, "agent")``; the secret is
+``--auth-secret``, else ``$ORDERS_AUTH_SECRET``, else the demo's).
+
+Tools: ``get_order``, ``list_orders``, ``analyze_orders`` (analysis plus suggestions),
+``get_recommendations``, ``get_profile`` and ``create_order`` (a write: it invalidates the
+customer's cached recommendations). Each returns its answer as JSON text.
+
+What each flag of ``orders.config.OrdersConfig`` changes here:
+
+- ``async_db`` / ``covering_index``: ``orders.queries`` (sync ORM on threads vs async Core;
+  the index lives in its own SQLite file, see ``orders.db``);
+- ``async_recs`` / ``recs_cache``: a blocking ``urllib`` call (new connection each time) vs a
+  pooled aiohttp session; millimcp's cache store in front, tagged ``customer:{id}``;
+- ``trimmed`` / ``fast_codec``: debug fields and long explanations or not; ``json`` or msgspec;
+- ``compression``: millimcp's response compression (zstd/gzip as the client accepts) or none;
+- ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO through a queue.
+
+With none of ``async_db``, ``async_recs``, ``recs_cache`` on, the tools are plain ``def``
+functions that millimcp runs on its thread pool (40 threads, like FastAPI's), blocking it
+for the whole call, as the article's first version did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import logging.handlers
+import os
+import platform
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+
+from millimcp import Cache, Context, HttpConfig, Server, ServerConfig, ToolError
+from millimcp.observe import trace_headers
+from millimcp.protocol.types import CallToolResult
+from orders.auth import WRITE, Verifier
+from orders.config import FLAGS, PRESETS, OrdersConfig, data_dir, with_settings
+from orders.db import HISTORY_DAYS, async_engine, ensure_database, sync_engine
+from orders.queries import CoreQueries, Offload, OrmQueries, Queries, since_for
+
+__all__ = ["build_server", "main"]
+
+T = TypeVar("T")
+log = logging.getLogger("orders")
+
+READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
+SUMMARY_KEYS = ("id", "created_at", "status", "total_cents", "item_count")
+DETAIL_KEYS = (
+    *SUMMARY_KEYS,
+    "customer_id",
+    "channel",
+    "currency",
+    "subtotal_cents",
+    "shipping_cents",
+    "tax_cents",
+)
+LINE_KEYS = ("product_id", "name", "category", "quantity", "unit_price_cents", "discount_cents")
+PROFILE_KEYS = (
+    "id",
+    "name",
+    "email",
+    "region",
+    "segment",
+    "created_at",
+    "tier",
+    "preferred_categories",
+    "marketing_opt_in",
+    "orders",
+)
+SUGGESTION_KEYS = ("product_id", "name", "category", "price_cents", "score", "reason")
+
+
+class LineItem(msgspec.Struct, forbid_unknown_fields=True):
+    """One line of a new order."""
+
+    product_id: Annotated[int, msgspec.Meta(ge=1)]
+    quantity: Annotated[int, msgspec.Meta(ge=1, le=20)] = 1
+
+
+CustomerId = Annotated[int, msgspec.Meta(ge=1)]
+Days = Annotated[int, msgspec.Meta(ge=1, le=HISTORY_DAYS + 3650)]
+
+
+# -- the recommendation service --------------------------------------------------------------
+
+
+class Recommender:
+    """Asks the recommendation service for a customer's suggestions (its JSON answer)."""
+
+    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
+
+
+class BlockingRecommender(Recommender):
+    """``urllib``: a new connection per call (it sends ``Connection: close``), and the thread
+    it runs on waits for the whole answer."""
+
+    def __init__(self, base: str, offload: Offload, decode: Callable[[bytes], Any]) -> None:
+        self.base = base.rstrip("/")
+        self.offload = offload
+        self.decode = decode
+
+    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
+        return await self.offload(self._get, customer_id, limit, headers)
+
+    def _get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
+        query = urllib.parse.urlencode({"customer_id": customer_id, "limit": limit})
+        request = urllib.request.Request(f"{self.base}/recommendations?{query}", headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return self.decode(response.read())  # type: ignore[no-any-return]
+
+
+class PooledRecommender(Recommender):
+    """aiohttp with a kept-alive pool (50 connections); the event loop waits, no thread."""
+
+    def __init__(self, base: str, decode: Callable[[bytes], Any]) -> None:
+        import aiohttp
+
+        self.base = base.rstrip("/")
+        self.decode = decode
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=50, keepalive_timeout=30, ttl_dns_cache=300),
+            timeout=aiohttp.ClientTimeout(total=30),
+        )
+
+    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
+        params = {"customer_id": str(customer_id), "limit": str(limit)}
+        async with self.session.get(
+            f"{self.base}/recommendations", params=params, headers=headers
+        ) as response:
+            response.raise_for_status()
+            return self.decode(await response.read())  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+class CachedRecommender(Recommender):
+    """The answers of ``inner`` kept in millimcp's cache store for ``ttl`` seconds, tagged
+    ``customer:{id}`` (``create_order`` invalidates the tag); identical concurrent asks run
+    once."""
+
+    def __init__(self, inner: Recommender, server: Server, ttl: float) -> None:
+        self.inner = inner
+        self.store = server.cache
+        self.policy = Cache(ttl=ttl)
+
+    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
+        async def ask() -> CallToolResult:
+            answer = await self.inner.get(customer_id, limit, headers)
+            return CallToolResult(content=[], structured_content=answer)
+
+        result = await self.store.fetch(
+            "recommender",
+            self.policy,
+            ("recommender", customer_id, limit),
+            lambda: (f"customer:{customer_id}",),
+            False,  # in this process only
+            ask,
+        )
+        return result.structured_content  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+# -- responses --------------------------------------------------------------------------------
+
+
+def _pick(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: item[key] for key in keys}
+
+
+class Views:
+    """Builds the responses: the trimmed core, or the core with debug fields and long
+    explanations (the untrimmed ~60 KB of S6.1); encodes them with ``json`` or msgspec."""
+
+    def __init__(self, config: OrdersConfig, db_url: str) -> None:
+        self.trimmed = config.trimmed
+        self._encode: Callable[[Any], str] = (
+            (lambda value: msgspec.json.encode(value).decode()) if config.fast_codec else json.dumps
+        )
+        self.server_info = {
+            "pid": os.getpid(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "database": db_url,
+            "config": config.name,
+            "flags": config.flags(),
+        }
+
+    def render(self, payload: dict[str, Any]) -> str:
+        return self._encode(payload)
+
+    def summary(self, order: dict[str, Any]) -> dict[str, Any]:
+        return _pick(order, SUMMARY_KEYS) if self.trimmed else order
+
+    def detail(self, order: dict[str, Any]) -> dict[str, Any]:
+        if not self.trimmed:
+            return order
+        out = _pick(order, DETAIL_KEYS)
+        out["lines"] = [_pick(line, LINE_KEYS) for line in order["lines"]]
+        return out
+
+    def profile(self, profile: dict[str, Any]) -> dict[str, Any]:
+        out = _pick(profile, PROFILE_KEYS)
+        out["preferred_categories"] = profile["preferred_categories"].split(",")
+        out["marketing_opt_in"] = bool(profile["marketing_opt_in"])
+        if not self.trimmed:
+            out["credit_limit_cents"] = profile["credit_limit_cents"]
+            out["notes"] = profile["notes"]
+            out["explanation"] = _profile_text(out)
+        return out
+
+    def suggestions(
+        self, answer: dict[str, Any], products: dict[int, dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        out = []
+        for item in answer["items"]:
+            product = products.get(item["product_id"])
+            if product is None:  # not sold any more
+                continue
+            suggestion = {
+                "product_id": item["product_id"],
+                "name": product["name"],
+                "category": product["category"],
+                "price_cents": product["price_cents"],
+                "score": item["score"],
+                "reason": item["reason"],
+            }
+            if not self.trimmed:
+                suggestion["description"] = product.get("description")
+                suggestion["features"] = item["features"]
+                suggestion["explanation"] = _suggestion_text(suggestion)
+            out.append(suggestion)
+        return out
+
+    def finish(
+        self,
+        payload: dict[str, Any],
+        tool: str,
+        arguments: dict[str, Any],
+        timings: dict[str, float],
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        if not self.trimmed:
+            payload["debug"] = {
+                "tool": tool,
+                "arguments": arguments,
+                "timings_ms": {k: round(v * 1000, 3) for k, v in timings.items()},
+                "server": self.server_info,
+                "generated_at": time.time(),
+                **(extra or {}),
+            }
+        return self.render(payload)
+
+
+def _suggestion_text(s: dict[str, Any]) -> str:
+    return (
+        f"Why {s['name']}: the recommendation model ranked it with a score of {s['score']} "
+        f"because it was {s['reason']}. It belongs to the {s['category']} category, which "
+        "customers with a similar purchase history buy again within ninety days more often "
+        "than the average customer does. The price of "
+        f"{s['price_cents'] / 100:.2f} EUR sits inside the range this customer usually pays "
+        "for items of this category, and the item is in stock in the customer's nearest "
+        "warehouse, so it can ship within two working days. Similar customers who bought it "
+        "rated it 4.4 out of 5 on average and returned it less often than other items of the "
+        "category. Consider mentioning it together with the customer's most recent order; "
+        "bundled suggestions are accepted about twice as often as standalone ones. "
+    ) * 2
+
+
+def _profile_text(p: dict[str, Any]) -> str:
+    orders = p["orders"]
+    return (
+        f"{p['name']} is a {p['tier']} {p['segment']} customer in {p['region']} since "
+        f"{p['created_at'][:10]}, with {orders['count']} orders worth "
+        f"{orders['spend_cents'] / 100:.2f} EUR in total; the last one on "
+        f"{(orders['last_order_at'] or 'never')[:10]}. They prefer "
+        f"{', '.join(p['preferred_categories'])}. Marketing consent is "
+        f"{'given' if p['marketing_opt_in'] else 'not given'}: only service messages may be "
+        "sent otherwise. The profile was last reviewed by the segment team; tier changes "
+        "are evaluated monthly from the trailing twelve months of spend. "
+    ) * 3
+
+
+def _analysis_text(totals: dict[str, Any], months: list[dict[str, Any]], days: int) -> str:
+    busiest = max(months, key=lambda m: m["spend_cents"])["month"] if months else "none"
+    return (
+        f"Over the last {days} days of the history the customer placed {totals['orders']} "
+        f"orders for {totals['spend_cents'] / 100:.2f} EUR, {totals['avg_order_cents'] / 100:.2f}"
+        f" EUR per order on average, with {totals['items']} items in all. The busiest month "
+        f"was {busiest}. Spend is compared with the customer's own history rather than with "
+        "the segment average, because segment averages hide seasonal buyers. Cancelled and "
+        "returned orders count in the order total but are reported apart below, so that a "
+        "high return rate stands out. Suggestions come from the recommendation service and "
+        "are filtered to products still on sale; each carries the model's score and the "
+        "reason it gave. "
+    ) * 4
+
+
+def _analysis(
+    orders: list[dict[str, Any]], categories: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, int], list[dict[str, Any]]]:
+    spend = sum(o["total_cents"] for o in orders)
+    items = sum(o["item_count"] for o in orders)
+    totals = {
+        "orders": len(orders),
+        "spend_cents": spend,
+        "items": items,
+        "avg_order_cents": spend // len(orders) if orders else 0,
+    }
+    by_status: dict[str, int] = {}
+    months: dict[str, dict[str, Any]] = {}
+    for order in orders:
+        by_status[order["status"]] = by_status.get(order["status"], 0) + 1
+        month = order["created_at"][:7]
+        entry = months.setdefault(month, {"month": month, "orders": 0, "spend_cents": 0})
+        entry["orders"] += 1
+        entry["spend_cents"] += order["total_cents"]
+    return (
+        totals,
+        dict(sorted(by_status.items())),
+        sorted(months.values(), key=lambda m: m["month"]),
+    )
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def _drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (every blocking step runs inline) to its end."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a blocking tool awaited something that suspends")
+
+
+@dataclasses.dataclass
+class _Parts:
+    queries: Queries | None = None
+    recommender: Recommender | None = None
+
+
+def _log_setup(config: OrdersConfig) -> Callable[[], None]:
+    path = Path(config.log_file or data_dir() / "logs" / f"orders-{os.getpid()}.log")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # synchronous: every record is formatted and written by the thread that logs it
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=64 << 20, backupCount=1)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    log.propagate = False
+    if config.quiet_logging:
+        from millimcp.observe.logs import install_queue_logging
+
+        log.setLevel(logging.INFO)
+        queued = install_queue_logging(log, [handler])
+
+        def stop_queued() -> None:
+            queued.stop()
+            handler.close()
+
+        return stop_queued
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+
+    def stop() -> None:
+        log.removeHandler(handler)
+        handler.close()
+
+    return stop
+
+
+def _log_call(tool: str, arguments: dict[str, Any], body: str, started: float) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("request tool=%s arguments=%s", tool, json.dumps(arguments))
+        log.debug("response tool=%s body=%s", tool, body)
+    log.info("tool=%s bytes=%d ms=%.2f", tool, len(body), (time.perf_counter() - started) * 1000)
+
+
+def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
+    """The service for ``config``. The database is seeded and opened when it starts."""
+    blocking = not (config.async_db or config.async_recs or config.recs_cache)
+    parts = _Parts()
+    verifier = Verifier(os.environ.get("ORDERS_AUTH_SECRET") or config.auth_secret)
+    decode: Callable[[bytes], Any] = msgspec.json.decode if config.fast_codec else json.loads
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[None]:
+        import asyncio
+
+        seeded = await asyncio.to_thread(
+            ensure_database,
+            config.resolved_db_url(),
+            orders=config.orders,
+            seed=config.seed,
+            covering=config.covering_index,
+        )
+        offload = Offload(None if blocking else server.executor)
+        views.server_info["database"] = seeded.url
+        if config.async_db:
+            parts.queries = CoreQueries(async_engine(seeded.url), full=not config.trimmed)
+        else:
+            parts.queries = OrmQueries(sync_engine(seeded.url), offload)
+        recommender: Recommender
+        if config.async_recs:
+            recommender = PooledRecommender(config.recommender_url, decode)
+        else:
+            recommender = BlockingRecommender(config.recommender_url, offload, decode)
+        if config.recs_cache:
+            recommender = CachedRecommender(recommender, server, config.recs_ttl_s)
+        parts.recommender = recommender
+        stop_logging = _log_setup(config)
+        try:
+            yield
+        finally:
+            stop_logging()
+            await recommender.close()
+            await parts.queries.close()
+
+    server = Server(
+        "orders",
+        version="1.0.0",
+        instructions="Look up, list and analyse a customer's orders; suggest products.",
+        config=ServerConfig(sync_workers=config.sync_workers, server_timing=server_timing),
+        lifespan=lifespan,
+    )
+    views = Views(config, config.resolved_db_url())
+
+    def tool(**options: Any) -> Callable[[Callable[..., Coroutine[Any, Any, str]]], None]:
+        """Register an async tool body as is, or, in the blocking configuration, as a sync
+        function that runs it inline on millimcp's thread pool."""
+
+        def register(body: Callable[..., Coroutine[Any, Any, str]]) -> None:
+            if not blocking:
+                server.tool(**options)(body)
+                return
+
+            @functools.wraps(body)
+            def blocking_tool(*args: Any, **kwargs: Any) -> str:
+                return _drive(body(*args, **kwargs))
+
+            server.tool(**options)(blocking_tool)
+
+        return register
+
+    def queries() -> Queries:
+        assert parts.queries is not None, "the server has not started"
+        return parts.queries
+
+    def recommender() -> Recommender:
+        assert parts.recommender is not None, "the server has not started"
+        return parts.recommender
+
+    async def suggestions(customer_id: int, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        answer = await recommender().get(customer_id, limit, dict(trace_headers()))
+        products = await queries().products([item["product_id"] for item in answer["items"]])
+        return views.suggestions(answer, products), answer
+
+    @tool(annotations=READ_ONLY)
+    async def get_order(order_id: Annotated[int, msgspec.Meta(ge=1)], ctx: Context) -> str:
+        """One order with its lines, and the customer's 20 most recent orders."""
+        started = time.perf_counter()
+        caller = verifier.caller(ctx)
+        order = await queries().order(order_id)
+        if order is None:
+            raise ToolError(f"no order {order_id}")
+        caller.check(order["customer_id"])
+        recent = await queries().orders(order["customer_id"], since_for(HISTORY_DAYS), None, 20)
+        db = time.perf_counter()
+        payload = {
+            "order": views.detail(order),
+            "recent_orders": [views.summary(o) for o in recent],
+        }
+        body = views.finish(payload, "get_order", {"order_id": order_id}, {"db": db - started})
+        _log_call("get_order", {"order_id": order_id}, body, started)
+        return body
+
+    @tool(annotations=READ_ONLY)
+    async def list_orders(
+        customer_id: CustomerId,
+        ctx: Context,
+        days: Days = 365,
+        status: str | None = None,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50,
+    ) -> str:
+        """The customer's orders of the last ``days`` days, newest first."""
+        started = time.perf_counter()
+        verifier.caller(ctx).check(customer_id)
+        orders = await queries().orders(customer_id, since_for(days), status, limit)
+        db = time.perf_counter()
+        arguments = {"customer_id": customer_id, "days": days, "status": status, "limit": limit}
+        payload = {
+            "customer_id": customer_id,
+            "since": since_for(days).isoformat(),
+            "orders": [views.summary(o) for o in orders],
+        }
+        body = views.finish(payload, "list_orders", arguments, {"db": db - started})
+        _log_call("list_orders", arguments, body, started)
+        return body
+
+    @tool(annotations=READ_ONLY)
+    async def analyze_orders(
+        customer_id: CustomerId, ctx: Context, days: Days = HISTORY_DAYS
+    ) -> str:
+        """Spend, statuses, months and categories of the customer's last ``days`` days of
+        orders, with product suggestions from the recommendation service."""
+        started = time.perf_counter()
+        verifier.caller(ctx).check(customer_id)
+        since = since_for(days)
+        orders = await queries().orders(customer_id, since, None, 1000)
+        categories = await queries().categories(customer_id, since)
+        db = time.perf_counter()
+        suggested, answer = await suggestions(customer_id, 10)
+        recs = time.perf_counter()
+        totals, by_status, months = _analysis(orders, categories)
+        payload: dict[str, Any] = {
+            "customer_id": customer_id,
+            "since": since.isoformat(),
+            "totals": totals,
+            "by_status": by_status,
+            "by_month": months,
+            "top_categories": categories,
+            "orders": [views.summary(o) for o in orders[:100]],
+            "suggestions": suggested,
+        }
+        if not views.trimmed:
+            payload["narrative"] = _analysis_text(totals, months, days)
+        arguments = {"customer_id": customer_id, "days": days}
+        body = views.finish(
+            payload,
+            "analyze_orders",
+            arguments,
+            {"db": db - started, "recommender": recs - db},
+            {"recommender_answer": answer},
+        )
+        _log_call("analyze_orders", arguments, body, started)
+        return body
+
+    @tool(annotations=READ_ONLY)
+    async def get_recommendations(
+        customer_id: CustomerId,
+        ctx: Context,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=50)] = 10,
+    ) -> str:
+        """Products to suggest to the customer, best first, with the model's reasons."""
+        started = time.perf_counter()
+        verifier.caller(ctx).check(customer_id)
+        suggested, answer = await suggestions(customer_id, limit)
+        arguments = {"customer_id": customer_id, "limit": limit}
+        body = views.finish(
+            {"customer_id": customer_id, "suggestions": suggested},
+            "get_recommendations",
+            arguments,
+            {"recommender": time.perf_counter() - started},
+            {"recommender_answer": answer},
+        )
+        _log_call("get_recommendations", arguments, body, started)
+        return body
+
+    @tool(annotations=READ_ONLY)
+    async def get_profile(customer_id: CustomerId, ctx: Context) -> str:
+        """The customer's profile with their order count, spend and last order."""
+        started = time.perf_counter()
+        verifier.caller(ctx).check(customer_id)
+        found = await queries().profile(customer_id)
+        if found is None:
+            raise ToolError(f"no customer {customer_id}")
+        arguments = {"customer_id": customer_id}
+        body = views.finish(
+            {"profile": views.profile(found)},
+            "get_profile",
+            arguments,
+            {"db": time.perf_counter() - started},
+        )
+        _log_call("get_profile", arguments, body, started)
+        return body
+
+    @tool(invalidates=["customer:{customer_id}"])
+    async def create_order(
+        customer_id: CustomerId, items: list[LineItem], ctx: Context, channel: str = "agent"
+    ) -> str:
+        """Place an order; the customer's cached analysis and suggestions are dropped."""
+        started = time.perf_counter()
+        verifier.caller(ctx).check(customer_id, WRITE)
+        if not 1 <= len(items) <= 50:
+            raise ToolError("an order has 1 to 50 items")
+        wanted = [(item.product_id, item.quantity) for item in items]
+        known = await queries().products(sorted({p for p, _ in wanted}))
+        missing = sorted({p for p, _ in wanted} - set(known))
+        if missing:
+            raise ToolError(f"unknown products: {missing}")
+        created = await queries().create(customer_id, wanted, channel[:12])
+        arguments = {
+            "customer_id": customer_id,
+            "items": [msgspec.to_builtins(i) for i in items],
+            "channel": channel,
+        }
+        body = views.render({"order": created, "customer_id": customer_id})
+        _log_call("create_order", arguments, body, started)
+        return body
+
+    return server
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m orders.server",
+        description="The order-analysis MCP service (naive or tuned, flag by flag).",
+    )
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="naive")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FLAG=VALUE",
+        help=f"override a setting; flags: {', '.join(FLAGS)}",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8780)
+    parser.add_argument("--db", help="SQLAlchemy URL (default: SQLite in .demo/)")
+    parser.add_argument("--recommender", help="base URL of orders.recommender")
+    parser.add_argument("--orders", type=int, help="orders to seed (default 1,000,000)")
+    parser.add_argument("--log-file", help="the service's log (default: .demo/logs/)")
+    parser.add_argument("--auth-secret", help="HMAC secret of the bearer tokens")
+    parser.add_argument(
+        "--no-server-timing", action="store_true", help="do not send Server-Timing headers"
+    )
+    args = parser.parse_args(argv)
+    settings = list(args.set)
+    for name, value in (
+        ("db_url", args.db),
+        ("recommender_url", args.recommender),
+        ("orders", args.orders),
+        ("log_file", args.log_file),
+        ("auth_secret", args.auth_secret),
+    ):
+        if value is not None:
+            settings.append(f"{name}={value}")
+    try:
+        config = with_settings(PRESETS[args.preset], settings)
+    except ValueError as exc:
+        parser.error(str(exc))
+    started = time.perf_counter()
+    seeded = ensure_database(
+        config.resolved_db_url(),
+        orders=config.orders,
+        seed=config.seed,
+        covering=config.covering_index,
+    )
+    print(
+        f"orders: {config.name} database {seeded.url} "
+        + (f"seeded in {seeded.seconds:.1f} s" if seeded.seeded_now else "reused")
+        + f" ({time.perf_counter() - started:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    server = build_server(config, server_timing=not args.no_server_timing)
+    http = HttpConfig() if config.compression else HttpConfig(compression=())
+    print(
+        f"orders: {config.name} serving http://{args.host}:{args.port}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
+    from millimcp.server.serve import run_app
+
+    run_app(server.asgi(path="/mcp", http=http), host=args.host, port=args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
