@@ -12,13 +12,17 @@ Ways:
   the JSON text of nested lists out, a ``list[float]`` argument in;
 - (b) base64 strings through the official SDK;
 - (c) millimcp's plain-MCP fallback: the official client against millimcp (base64 safetensors);
-- (d) millimcp's raw path: ``dev.millimcp/tensor`` (a minimal httpx client; millimcp's own
-  client comes with the Client issue);
-- (e) the floor: a raw HTTP POST of the same bytes to a framework-free ASGI app (httpx).
+- (d) millimcp's raw path: ``millimcp.Client`` end to end (``call_tool`` with the numpy array,
+  ``result.tensors``), which speaks ``dev.millimcp/tensor`` with millimcp's server;
+- (e) the floor: a raw HTTP POST of the same bytes to a framework-free ASGI app (httpx);
+- (f) the same floor with aiohttp, the HTTP client inside millimcp.Client (so (d)/(f) is what
+  MCP and millimcp add over the same HTTP library).
 
 Every server is its own uvicorn process (httptools, uvloop, one worker). Cases alternate
 round by round; the report gives each case's median over all calls, the bytes on the wire
-(request + response bodies) and paired ratios (per round, then the median of the rounds).
+(request + response bodies; for (d), counted at the socket by a relay on one extra call, so
+HTTP heads are included: under 1 KB) and paired ratios (per round, then the median of the
+rounds).
 
     .venv/bin/python benchmarks/tensors.py --rounds 3
 """
@@ -36,10 +40,11 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import httpx2
 import numpy as np
@@ -47,14 +52,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import EmbeddedResource, Implementation
 
-from millimcp.codec.attachment import frame, split
-from millimcp.tensor import (
-    ATTACHMENT_MEDIA_TYPE,
-    EXTENSION,
-    decode_result,
-    encode_arguments,
-    unpack,
-)
+import millimcp
+from millimcp.tensor import encode_arguments, unpack
 
 BENCH = Path(__file__).resolve().parent
 VERSION = "2026-07-28"
@@ -62,13 +61,14 @@ N = 1_000_000
 DATA = np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32)
 IMAGE = np.random.default_rng(1).random((1, 3, 224, 224), dtype=np.float32)
 VECTOR = np.random.default_rng(2).standard_normal(N).astype(np.float32)
-WAYS = ("a", "b", "c", "d", "e")
+WAYS = ("a", "b", "c", "d", "e", "f")
 LABELS = {
     "a": "(a) official SDK, JSON lists",
     "b": "(b) official SDK, base64",
     "c": "(c) millimcp, base64 fallback",
-    "d": "(d) millimcp, raw (dev.millimcp/tensor)",
-    "e": "(e) raw HTTP POST, no MCP",
+    "d": "(d) millimcp.Client, raw (dev.millimcp/tensor)",
+    "e": "(e) raw HTTP POST, no MCP (httpx)",
+    "f": "(f) raw HTTP POST, no MCP (aiohttp)",
 }
 SCENARIOS = ("out-1M", "in-1M", "image")
 
@@ -217,59 +217,82 @@ def fallback_calls(client: Client, wire: Wire) -> dict[tuple[str, str], Call]:
     return {("out-1M", "c"): out, ("in-1M", "c"): take, ("image", "c"): image}
 
 
-def raw_mcp_calls(http: httpx.AsyncClient, url: str) -> dict[tuple[str, str], Call]:
-    """(d): millimcp's raw path, with a minimal client speaking the extension."""
-    counter = iter(range(1, 1 << 62))
+class Relay:
+    """A loopback TCP relay that counts the bytes through it, both ways: the wire column of (d),
+    whose client (aiohttp, inside millimcp.Client) exposes no byte counts."""
 
-    async def call(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        args, attachment = encode_arguments(arguments, raw=True)
-        message = {
-            "jsonrpc": "2.0",
-            "id": next(counter),
-            "method": "tools/call",
-            "params": {
-                "name": name,
-                "arguments": args,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
-                },
-            },
-        }
-        body: Any = json.dumps(message).encode()
-        headers = {
-            "Accept": f"application/json, {ATTACHMENT_MEDIA_TYPE}",
-            "MCP-Protocol-Version": VERSION,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": name,
-            "Content-Type": "application/json",
-        }
-        if attachment is not None:
-            headers["Content-Type"] = ATTACHMENT_MEDIA_TYPE
-            body = b"".join(frame(body, attachment))
-        response = await http.post(url, content=body, headers=headers)
-        sent = len(body) + len(response.content)
-        if response.headers["content-type"] == ATTACHMENT_MEDIA_TYPE:
-            text, data = split(bytearray(response.content), 1 << 20)
-            result = json.loads(text)["result"]
-            result["__tensors__"] = decode_result(result, data)
-        else:
-            result = response.json()["result"]
-        return result, sent
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.bytes = 0
+        self.server: asyncio.Server | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self.accept, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        upstream = await asyncio.open_connection("127.0.0.1", self.port)
+        try:
+            await asyncio.gather(self.pump(reader, upstream[1]), self.pump(upstream[0], writer))
+        finally:
+            self.tasks.discard(task)
+
+    async def pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with suppress(ConnectionError):
+            while chunk := await source.read(1 << 16):
+                self.bytes += len(chunk)
+                sink.write(chunk)
+                await sink.drain()
+        sink.close()
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for task in list(self.tasks):
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+
+def client_calls(client: millimcp.Client) -> dict[tuple[str, str], Call]:
+    """(d): millimcp's own client, raw tensors both ways."""
 
     async def out() -> tuple[np.ndarray, int]:
-        result, sent = await call("out", {"n": N})
-        return result["__tensors__"]["result"], sent
+        result = await client.call_tool("out", {"n": N})
+        assert result.tensors is not None
+        return result.tensors["result"], 0
 
     async def take() -> tuple[np.ndarray, int]:
-        result, sent = await call("take", {"x": VECTOR})
-        return np.array([result["structuredContent"]["result"]]), sent
+        result = await client.call_tool("take", {"x": VECTOR})
+        return np.array([result.structured_content["result"]]), 0
 
     async def image() -> tuple[np.ndarray, int]:
-        result, sent = await call("infer", {"x": IMAGE})
-        return result["__tensors__"]["result"], sent
+        result = await client.call_tool("infer", {"x": IMAGE})
+        assert result.tensors is not None
+        return result.tensors["result"], 0
 
     return {("out-1M", "d"): out, ("in-1M", "d"): take, ("image", "d"): image}
+
+
+async def client_wire(url: str) -> dict[tuple[str, str], int]:
+    """(d)'s bytes on the wire: one call of each scenario through the counting relay."""
+    port = int(url.rsplit(":", 1)[1])
+    relay = Relay(port)
+    wire: dict[tuple[str, str], int] = {}
+    try:
+        relayed = await relay.start()
+        async with millimcp.Client.over_http(f"{relayed}/mcp", timeout=120) as client:
+            for key, call in client_calls(client).items():
+                before = relay.bytes
+                await call()
+                wire[key] = relay.bytes - before
+    finally:
+        await relay.close()
+    return wire
 
 
 def floor_calls(http: httpx.AsyncClient, url: str) -> dict[tuple[str, str], Call]:
@@ -292,6 +315,30 @@ def floor_calls(http: httpx.AsyncClient, url: str) -> dict[tuple[str, str], Call
     return {("out-1M", "e"): out, ("in-1M", "e"): take, ("image", "e"): image}
 
 
+def aiohttp_floor_calls(http: aiohttp.ClientSession, url: str) -> dict[tuple[str, str], Call]:
+    """(f): (e) with aiohttp."""
+
+    async def post(path: str, body: bytes) -> bytes:
+        async with http.post(f"{url}{path}", data=body) as response:
+            return await response.read()
+
+    async def out() -> tuple[np.ndarray, int]:
+        data = await post(f"/out?n={N}", b"")
+        return np.frombuffer(data, np.float32), len(data)
+
+    async def take() -> tuple[np.ndarray, int]:
+        body = VECTOR.tobytes()
+        data = await post("/take", body)
+        return np.frombuffer(data, np.int64), len(body) + len(data)
+
+    async def image() -> tuple[np.ndarray, int]:
+        body = IMAGE.tobytes()
+        data = await post("/infer", body)
+        return np.frombuffer(data, np.float32), len(body) + len(data)
+
+    return {("out-1M", "f"): out, ("in-1M", "f"): take, ("image", "f"): image}
+
+
 def check(scenario: str, array: np.ndarray) -> None:
     if scenario == "out-1M":
         np.testing.assert_array_equal(array.ravel(), DATA[:N])
@@ -301,7 +348,7 @@ def check(scenario: str, array: np.ndarray) -> None:
         np.testing.assert_allclose(array.ravel(), DATA[:1000] + IMAGE[0, 0, 0, 0], rtol=1e-6)
 
 
-async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcde") -> dict[str, Any]:
+async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdef") -> dict[str, Any]:
     samples: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
     wire: dict[tuple[str, str], int] = {}
     with (
@@ -314,17 +361,23 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcde") -> 
             official = await official_client(stack, f"{official_url}/mcp", official_wire)
             fallback = await official_client(stack, f"{millimcp_url}/mcp", fallback_wire)
             http = await stack.enter_async_context(httpx.AsyncClient(timeout=120))
+            session = await stack.enter_async_context(aiohttp.ClientSession())
+            ours = await stack.enter_async_context(
+                millimcp.Client.over_http(f"{millimcp_url}/mcp", timeout=120)
+            )
             table: dict[tuple[str, str], Call] = {
                 **official_calls(official, official_wire),
                 **fallback_calls(fallback, fallback_wire),
-                **raw_mcp_calls(http, f"{millimcp_url}/mcp"),
+                **client_calls(ours),
                 **floor_calls(http, raw_url),
+                **aiohttp_floor_calls(session, raw_url),
             }
             table = {key: call for key, call in table.items() if key[1] in ways}
             for key, call in table.items():  # warm up and check every case once
                 array, sent = await call()
                 check(key[0], array)
                 wire[key] = sent
+            wire.update(await client_wire(millimcp_url))
             for _ in range(rounds):
                 for key, call in table.items():
                     times = []
@@ -347,7 +400,7 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcde") -> 
                 "calls": len(every),
             }
         ratios = {}
-        for way in (w for w in "abce" if w in ways):
+        for way in (w for w in "abcef" if w in ways):
             paired = [
                 statistics.median(samples[(scenario, way)][r])
                 / statistics.median(samples[(scenario, "d")][r])
@@ -361,11 +414,11 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcde") -> 
 def print_report(report: dict[str, Any]) -> None:
     for scenario, data in report.items():
         print(f"\n{scenario}")
-        print(f"  {'way':44} {'median':>10} {'wire':>10} {'vs (d)':>8}")
+        print(f"  {'way':48} {'median':>10} {'wire':>10} {'vs (d)':>8}")
         for way, row in data["ways"].items():
             ratio = data["ratios"].get(f"{way}/d", 1.0)
             print(
-                f"  {LABELS[way]:44} {row['median_ms']:8.2f} ms {row['wire_bytes'] / 1e6:7.2f} MB"
+                f"  {LABELS[way]:48} {row['median_ms']:8.2f} ms {row['wire_bytes'] / 1e6:7.2f} MB"
                 f" {ratio:7.2f}x"
             )
 
@@ -375,7 +428,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10, help="calls per case per round")
     parser.add_argument("--slow-calls", type=int, default=2, help="for (a), JSON lists")
-    parser.add_argument("--ways", default="abcde", help="which ways to run, e.g. bde")
+    parser.add_argument("--ways", default="abcdef", help="which ways to run, e.g. bdef")
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args()
     if "d" not in args.ways:

@@ -235,6 +235,30 @@ def test_the_client_spells_the_extension_as_the_tensor_room_does() -> None:
     assert client_tensors.ATTACHMENT_MEDIA_TYPE == ATTACHMENT_MEDIA_TYPE
 
 
+@pytest.fixture(scope="module")
+def model_url() -> Iterator[str]:
+    port = free_port()
+    process = start_server(["examples/model_server.py", "--port", str(port)], port)
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop_server(process)
+
+
+def test_the_example_client_gets_the_same_classes_raw_and_base64(model_url: str) -> None:
+    outputs = []
+    for extra in ([], ["--base64"]):
+        out = subprocess.run(
+            [sys.executable, "examples/model_client.py", "--url", model_url, "--calls=2", *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        assert f"2 calls ({'base64' if extra else 'raw'}, 1 at once)" in out
+        outputs.append(next(line for line in out.splitlines() if "top-5 classes" in line))
+    assert outputs[0] == outputs[1]
+
+
 # -- against the official SDK's server ---------------------------------------------------------
 
 
