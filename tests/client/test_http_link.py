@@ -63,12 +63,17 @@ async def test_modern_requests_carry_every_header_and_meta(core_url: str) -> Non
     assert headers["mcp-name"] == "regional"
     assert headers["mcp-param-region"] == "=?base64?aMOpcsOp?="
     assert headers["mcp-param-tenant"] == "7"
-    assert headers["accept"] == "application/json, text/event-stream"
+    assert headers["accept"] == (  # the tensor extension's framing too: docs/tensors.md
+        "application/json, text/event-stream, application/vnd.millimcp.tensor"
+    )
     assert "gzip" in headers["accept-encoding"]
     meta = call.message["params"]["_meta"]
     assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
     assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "tester", "version": "9"}
-    assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
+    # the tensor extension is declared by default when numpy is installed (docs/tensors.md)
+    assert meta["io.modelcontextprotocol/clientCapabilities"] == {
+        "extensions": {"dev.millimcp/tensor": {}}
+    }
     assert meta["traceparent"].startswith("00-")
     read = next(r for r in requests if r.message.get("method") == "resources/read")
     assert read.headers["mcp-name"] == "test://static-text"

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import free_port, start_server, stop_server
 from tests.interop.peers import server_everything_argv
 
+from millimcp.errors import NotSent
 from millimcp.lab.bench import CLOSED_LOOP_NOTE, bench
 from millimcp.lab.recording import decode_histogram
 from millimcp.lab.results import Run
@@ -172,3 +173,45 @@ async def test_processes_share_the_load_and_merge(lab_url: str) -> None:
     assert (run.mode, run.rate, run.processes, run.duration_s) == ("open", 200.0, 2, 2.0)
     assert [point.t for point in run.timeline] == [0.0, 1.0]
     assert run.notes == []
+
+
+@pytest.fixture(scope="module")
+def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bench server over HTTPS, with a certificate from a private CA (trustme)."""
+    import trustme
+
+    folder = tmp_path_factory.mktemp("tls")
+    cert = trustme.CA().issue_cert("127.0.0.1")
+    certfile, keyfile = folder / "cert.pem", folder / "key.pem"
+    certfile.write_bytes(b"".join(pem.bytes() for pem in cert.cert_chain_pems))
+    keyfile.write_bytes(cert.private_key_pem.bytes())
+    port = free_port()
+    process = start_server(
+        [
+            "-m", "millimcp", "serve", "tests.lab.bench_server:server", "--port", str(port),
+            "--certfile", str(certfile), "--keyfile", str(keyfile),
+        ],
+        port,
+    )  # fmt: skip
+    yield f"https://127.0.0.1:{port}/mcp"
+    stop_server(process)
+
+
+@pytest.mark.parametrize("client", ["lean", "full"])
+async def test_https_with_insecure(tls_url: str, client: Any) -> None:
+    run = await bench(
+        parse_target(tls_url, insecure=True),
+        "echo",
+        {"text": "hi"},
+        concurrency=2,
+        requests=50,
+        warmup_s=0.0,
+        client=client,
+    )
+    check_consistent(run, 50)
+    assert run.errors == {}
+
+
+async def test_https_verifies_certificates_by_default(tls_url: str) -> None:
+    with pytest.raises(NotSent, match="certificate"):
+        await bench(parse_target(tls_url), "echo", {"text": "hi"}, requests=5, warmup_s=0.0)

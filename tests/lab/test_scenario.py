@@ -22,6 +22,7 @@ from millimcp.lab.scenario import (
     Call,
     Parallel,
     Scenario,
+    format_outcome,
     load_scenario,
     parse_scenario,
     run_scenario,
@@ -341,6 +342,11 @@ async def test_a_failing_step_ends_the_iteration_and_is_counted_by_kind(client: 
     assert not outcome.steps["recs"].errors
     assert "no order 0" in outcome.first_error["tool_error"]
     assert (await seen(client))["recs"] == []
+    run = to_run(outcome, target="http://x/mcp", transport="http", era="modern")
+    printed = format_outcome(outcome, run)
+    assert "5 failed with tool_error; first: order: no order 0" in printed
+    recs_line = next(line for line in printed.splitlines() if line.startswith("  recs "))
+    assert recs_line.split() == ["recs", "0", "0", "-", "-", "-", "-", "-"]
 
 
 async def test_a_reference_the_result_cannot_satisfy_fails_that_step(client: Client) -> None:

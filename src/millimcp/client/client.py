@@ -44,6 +44,8 @@ from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, 
 from millimcp.client.link import Link
 from millimcp.client.list_cache import ListCache
 from millimcp.client.results import ClientStats, ToolResult
+from millimcp.client.tensors import ClientTensors, TensorType
+from millimcp.client.tensors import available as tensors_available
 from millimcp.errors import HeaderMismatch
 from millimcp.protocol.types import (
     CompleteResult,
@@ -107,10 +109,17 @@ class Client:
         sampling: SamplingHandler | None = None,
         roots: RootsSource | None = None,
         client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
+        tensors: bool = True,
+        tensor_type: TensorType | None = None,
     ) -> None:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
         self._timeout = Timeout.coerce(timeout)
+        self._tensors = (  # see millimcp.client.tensors; None without numpy
+            ClientTensors(declare=tensors and link.kind == "http", tensor_type=tensor_type)
+            if tensors_available()
+            else None
+        )
         self._core = Core(
             link,
             key,
@@ -120,6 +129,11 @@ class Client:
             era=era,
             handlers=Handlers(elicitation, sampling, roots),
             client_info=client_info,
+            extensions=(
+                self._tensors.capability()
+                if self._tensors is not None and self._tensors.declare
+                else None
+            ),
         )
         self._core.on_notification = self._on_notification
         self._lists = ListCache()
@@ -144,13 +158,24 @@ class Client:
         client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
         max_message_bytes: int | None = None,
         ssl: Any = None,
+        tensors: bool = True,
+        tensor_type: TensorType | None = None,
+        max_attachment_bytes: int | None = None,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
         aiohttp (an ``ssl.SSLContext``, or False to skip verification).
+
+        Tensors (``docs/tensors.md``): with numpy installed, ``call_tool`` takes numpy arrays
+        and torch tensors as argument values and fills :attr:`ToolResult.tensors`.
+        ``tensors=False`` stops declaring ``dev.millimcp/tensor`` (no raw bytes: base64
+        blobs both ways); ``tensor_type`` (``"numpy"``/``"torch"``) is what result tensors
+        decode to (default: the library of the call's first tensor argument, else numpy);
+        ``max_attachment_bytes`` caps a raw reply (256 MiB).
         """
         from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES, HttpLink
+        from millimcp.client.tensors import DEFAULT_MAX_ATTACHMENT_BYTES
 
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
@@ -161,6 +186,8 @@ class Client:
             headers=headers,
             max_message_bytes=max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
             ssl=ssl,
+            tensors=tensors and tensors_available(),
+            max_attachment_bytes=max_attachment_bytes or DEFAULT_MAX_ATTACHMENT_BYTES,
         )
         return cls(
             link,
@@ -173,6 +200,8 @@ class Client:
             sampling=sampling,
             roots=roots,
             client_info=client_info,
+            tensors=tensors,
+            tensor_type=tensor_type,
         )
 
     @classmethod
@@ -278,6 +307,7 @@ class Client:
         timeout: Timeout | float | None = None,
         on_progress: OnProgress | None = None,
         idempotent: bool | None = None,
+        tensor_type: TensorType | None = None,
     ) -> ToolResult:
         """Call a tool. ``timeout`` (seconds or a :class:`Timeout`) overrides the tool's own
         (``dev.millimcp/timeoutMs``, learned from :meth:`list_tools`) and the client's.
@@ -285,6 +315,8 @@ class Client:
         Retried after a failure only when safe: the request never left, or the tool is
         ``readOnlyHint``/``idempotentHint`` (``idempotent`` overrides the annotations).
         ``on_progress(progress, total, message)`` gets the tool's progress notifications.
+        Argument values may be numpy arrays or torch tensors (or dicts of them); the result's
+        tensors are in ``.tensors``, as ``tensor_type`` says (see :meth:`over_http`).
 
         Over HTTP, a ``-32020`` (the server wants ``Mcp-Param-*`` headers the client did not
         know of) makes the client read ``tools/list`` again and resend once, as the spec
@@ -300,6 +332,10 @@ class Client:
                 idempotent = info.idempotent
             if timeout is None and info.timeout is not None:
                 timeout = info.timeout
+        codec = self._tensors
+        tensor_call = None
+        if codec is not None:  # tensors become cid: references or base64 (client/tensors.py)
+            arguments, tensor_call = codec.prepare(core, arguments, tensor_type)
         params = {"name": name, "arguments": {} if arguments is None else arguments}
         try:
             result = await core.call(
@@ -330,11 +366,16 @@ class Client:
                 timeout=self._per_call(timeout),
                 on_progress=on_progress,
             )
+        finally:
+            if tensor_call is not None:
+                tensor_call.close()
+        content = blocks(result.content)
         return ToolResult(
-            blocks(result.content),
+            content,
             result.structured_content,
             bool(result.is_error),
             result.meta,
+            None if codec is None else codec.decode(content, tensor_call, tensor_type),
         )
 
     # -- resources ------------------------------------------------------------------------

@@ -200,6 +200,7 @@ class Core:
         era: str,
         handlers: Handlers,
         client_info: Implementation,
+        extensions: Mapping[str, Any] | None = None,
     ) -> None:
         if era not in ("auto", "modern", "handshake"):
             raise ValueError(f"era must be 'auto', 'modern' or 'handshake', not {era!r}")
@@ -213,6 +214,10 @@ class Core:
         self.handlers = handlers
         self.client_info = client_info
         self.capabilities = handlers.capabilities()
+        if extensions:  # declared in the modern _meta and in initialize alike
+            self.capabilities = msgspec.structs.replace(
+                self.capabilities, extensions=dict(extensions)
+            )
         self.gate = CallGate(limits)
         self.stats = ClientStats()
         self.era: eras.Era | None = None

@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 import aiohttp
 import msgspec
 
+from millimcp.client import tensors as tensor
 from millimcp.client.link import OnMessage, Reply
 from millimcp.codec.compress import available, decompress
 from millimcp.errors import (
@@ -157,11 +158,16 @@ class HttpLink:
         headers: Mapping[str, str] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         ssl: Any = None,
+        tensors: bool = False,
+        max_attachment_bytes: int = tensor.DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         self.url = url
         self.limits = limits or Limits()
         self.timeout = timeout or Timeout()
         self.max_message_bytes = max_message_bytes
+        self.tensors = tensors
+        """Raw tensors accepted (``dev.millimcp/tensor`` declared): framed bodies both ways."""
+        self.max_attachment_bytes = max_attachment_bytes
         self.connections_opened = 0
         """Sockets the calls' pool opened (counted by its connector's socket factory: a connect
         attempt that failed counts too)."""
@@ -170,7 +176,7 @@ class HttpLink:
         coding = "zstd, gzip" if available("zstd") else "gzip"
         self._base_headers: dict[str, str] = {
             "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
+            "Accept": tensor.ACCEPT if tensors else "application/json, text/event-stream",
             "Accept-Encoding": coding,
             **(headers or {}),
         }
@@ -275,8 +281,13 @@ class HttpLink:
             headers = {**headers, "Mcp-Session-Id": self._session_id}
         if headers.get("Mcp-Method") == "subscriptions/listen":
             session = self._side_session()
+        data: Any = body
+        if self.tensors or len(body) > tensor.LARGE_BODY:
+            data, media_type = tensor.outgoing(body, headers.get("Mcp-Method"))
+            if media_type is not None:
+                headers = {**headers, "Content-Type": media_type}
         try:
-            response = await session.post(self.url, data=body, headers=headers)
+            response = await session.post(self.url, data=data, headers=headers)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             raise NotSent(f"could not connect to {self.url}: {exc}") from exc
         except aiohttp.ClientError as exc:
@@ -292,7 +303,12 @@ class HttpLink:
             if content_type.startswith("text/event-stream"):
                 version = headers.get("MCP-Protocol-Version")
                 return await self._read_stream(response, request_id, on_message, version)
-            data = await self._read_body(response)
+            if self.tensors and content_type.startswith(tensor.ATTACHMENT_MEDIA_TYPE):
+                data = await tensor.read_framed(
+                    response, self.max_message_bytes, self.max_attachment_bytes
+                )
+            else:
+                data = await self._read_body(response)
         except asyncio.CancelledError:
             response.close()  # the server sees the disconnect: the request is cancelled
             raise

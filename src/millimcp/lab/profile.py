@@ -587,7 +587,7 @@ def notes(profile: Profile) -> list[str]:
     if share > SHARE_WARNING:
         text += (
             f"\nWARNING: above {SHARE_WARNING:.0f}%: transport and serialization, not the "
-            "tool, set this call's latency (S7.1)"
+            "tool, set this call's latency"
         )
     elif split:
         text += f", under {SHARE_WARNING:.0f}%: the tool's own work dominates"
@@ -603,7 +603,7 @@ def notes(profile: Profile) -> list[str]:
             spent = sum(cold[name].mean_ms for name in setup)
             cold_text += (
                 f"; {_table.duration(spent)} of it sets the connection up "
-                f"({', '.join(setup)}): keep connections alive and reuse them (S2.1)"
+                f"({', '.join(setup)}): keep connections alive and reuse them"
             )
         else:
             cold_text += "; a new process, its start-up included: keep the server process running"

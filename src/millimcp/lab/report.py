@@ -391,13 +391,16 @@ def _steps_table(runs: Sequence[Run]) -> str:
             latency = latency if isinstance(latency, dict) else {}
             errors = _step_field(step, "errors") or 0
             count = sum(errors.values()) if isinstance(errors, dict) else int(errors)
+            calls = int(_step_field(step, "calls") or 0)
             rows.append(
                 [
                     f"<code>{_esc(name)}</code>",
-                    _number(float(_step_field(step, "calls") or 0)),
+                    _number(calls),
                     f'<span class="{"bad" if count else ""}">{count:,}</span>',
-                    *(duration(float(latency.get(key, 0.0))) for key in ("mean", "p50", "p95")),
-                    *(duration(float(latency.get(key, 0.0))) for key in ("p99", "max")),
+                    *(
+                        duration(float(latency.get(key, 0.0))) if calls else "-"
+                        for key in ("mean", "p50", "p95", "p99", "max")
+                    ),
                 ]
             )
         title = "Scenario steps" + (f" ({'AB'[index]})" if len(runs) > 1 else "")

@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import random
 import sys
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -512,7 +513,8 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
             numbers = found.latency_ms
             row = f"  {shown:<22}{found.calls:>9,}{found.errors:>8,}"
             row += "".join(
-                f"{duration(numbers[key]):>11}" for key in ("mean", "p50", "p95", "p99", "max")
+                f"{duration(numbers[key]) if found.calls else '-':>11}"
+                for key in ("mean", "p50", "p95", "p99", "max")
             )
             lines.append(row)
     if outcome.errors:
@@ -520,5 +522,8 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
         for kind, count in outcome.errors.most_common():
             first = outcome.first_error.get(kind, "")
             lines.append(f"  {count:,} failed with {kind}" + (f"; first: {first}" if first else ""))
-    lines += ["", f"  Note: {CLOSED_LOOP_NOTE}."]
+    note = textwrap.fill(
+        CLOSED_LOOP_NOTE + ".", width=96, initial_indent="  Note: ", subsequent_indent=" " * 8
+    )
+    lines += ["", note]
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from millimcp.protocol.types import (
     Tool,
     ToolAnnotations,
 )
+from millimcp.protocol.versions import is_modern
 from millimcp.server.offload import check_process_safe, run_in_process, run_sync
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
@@ -192,7 +193,8 @@ class ToolEntry:
     async def _invoke(
         self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
     ) -> CallToolResult:
-        if self.header_params and ctx.headers is not None:
+        if self.header_params and ctx.headers is not None and is_modern(ctx.protocol_version or ""):
+            # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
             for param, header in self.header_params:
                 ctx.headers.check_param(header, kwargs.get(param))
         if self.args.context_param is not None:
