@@ -67,11 +67,13 @@ def test_s64_table_has_measured_numbers(demo_run: tuple[str, Path]) -> None:
         cells = re.findall(DURATION, _row(output, name))
         assert len(cells) >= 2, _row(output, name)
         naive, tuned = (_ms(*cell) for cell in cells[:2])
-        assert naive > 0 and tuned > 0
+        assert naive > 0
+        assert tuned > 0
     naive_mean = _ms(*re.findall(DURATION, _row(output, "mean"))[0])
     assert naive_mean >= LATENCY_MS  # each naive iteration calls the recommender, uncached
     cpu = re.findall(r"(\d+)%", _row(output, "server CPU (% of one core)"))
-    assert len(cpu) == 2 and all(int(value) > 0 for value in cpu)
+    assert len(cpu) == 2
+    assert all(int(value) > 0 for value in cpu)
     assert re.search(r"success rate\s+\d+\.\d%\s+\d+\.\d%", output)
     assert re.search(r"highest concurrency held\s+(>=|<) 4\s+(>=|<) 4", output)
     asked = re.findall(r"[\d,]+", _row(output, "recommender calls (+ warm-up)").split(")", 1)[1])
@@ -98,15 +100,20 @@ def test_files(demo_run: tuple[str, Path]) -> None:
     found = re.search(r"report: (\S+)", output)
     assert found
     report = Path(found.group(1))
-    assert report.is_file() and report.parent == folder.resolve()
+    assert report.is_file()
+    assert report.parent == folder.resolve()
     page = report.read_text(encoding="utf-8")
-    assert "naive vs tuned" in page and 'id="report-data"' in page
+    assert "naive vs tuned" in page
+    assert 'id="report-data"' in page
     naive = load_run(folder / "results" / "naive.json")
     tuned = load_run(folder / "results" / "tuned.json")
     assert naive.kind == tuned.kind == "scenario"
-    assert naive.calls > 0 and tuned.calls > 0
-    assert naive.steps is not None and set(naive.steps) >= {"order", "recs", "profiles"}
+    assert naive.calls > 0
+    assert tuned.calls > 0
+    assert naive.steps is not None
+    assert set(naive.steps) >= {"order", "recs", "profiles"}
     profile = load_run(folder / "results" / "profile-tuned.json")
-    assert profile.kind == "profile" and profile.stages
+    assert profile.kind == "profile"
+    assert profile.stages
     assert "server handler" in profile.stages
     assert (folder / "logs" / "naive.log").stat().st_size > 0
