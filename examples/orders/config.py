@@ -85,7 +85,8 @@ class OrdersConfig:
     recommender_url: str = "http://127.0.0.1:8790"
     """Base URL of the recommendation service (``orders.recommender``)."""
     recommender_latency_ms: float = 400.0
-    """The recommendation service's latency (S6.2: 400 ms); read by ``orders.recommender``."""
+    """The recommendation service's latency (S6.2: 400 ms): what whoever starts
+    ``orders.recommender`` passes as ``--latency-ms``; the server itself does not read it."""
     recs_ttl_s: float = 300.0
     """Time to live of a cached recommendation (S6.3: 300 s)."""
     orders: int = DEFAULT_ORDERS
