@@ -36,7 +36,6 @@ from typing import Any, Final, Literal
 import aiohttp
 import msgspec
 
-from millimcp import __version__
 from millimcp.client import tensors as tensor
 from millimcp.client.link import OnMessage, Reply
 from millimcp.codec.compress import available, decompress
@@ -184,7 +183,7 @@ class HttpLink:
         if not any(name.lower() == "user-agent" for name in self._base_headers):
             # Set, not skipped: with skip_auto_headers aiohttp takes a slow path per request
             # (~9k instructions of ~470k per tools/call, benchmarks/client_overhead.py).
-            self._base_headers["User-Agent"] = f"millimcp/{__version__}"
+            self._base_headers["User-Agent"] = "millimcp"
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
         self._drains: set[asyncio.Task[None]] = set()
