@@ -218,10 +218,17 @@ class HttpLink:
         # aiohttp TraceConfig: any trace config makes aiohttp build and send every trace
         # signal of every request (554k -> 475k instructions per tools/call without one,
         # benchmarks/client_overhead.py --instructions).
+        # Limits.max_keepalive=0: no connection is kept (a new one per call). aiohttp keeps
+        # no count of idle connections, so any other value only bounds their lifetime.
+        reuse: dict[str, Any] = (
+            {"force_close": True}
+            if counted and self.limits.keepalive == 0
+            else {"keepalive_timeout": self.limits.keepalive_expiry_s}
+        )
         connector = aiohttp.TCPConnector(
             limit=limit,
             limit_per_host=0,
-            keepalive_timeout=self.limits.keepalive_expiry_s,
+            **reuse,
             ttl_dns_cache=_DNS_TTL_S,
             ssl=self._ssl if self._ssl is not None else True,
             socket_factory=self._new_socket if counted else None,
