@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import free_port
 from tests.interop.peers import tapped_requests, tcp_tap
 
-from millimcp import Client, Retry
+from millimcp import Client, Limits, Retry
 from millimcp.client.http_link import SseParser, retry_after_seconds
 from millimcp.errors import FrameTooLarge, NotSent, RequestRejected
 
@@ -113,6 +113,16 @@ async def test_connections_are_reused(core_url: str) -> None:
         stats = client.stats
     assert stats.connections_opened == 1
     assert stats.connections_reused >= 10
+
+
+async def test_no_keepalive_opens_a_connection_per_call(core_url: str) -> None:
+    limits = Limits(max_keepalive=0)
+    async with Client.over_http(core_url, limits=limits) as client:
+        opened_after_open = client.stats.connections_opened
+        for i in range(5):
+            await client.call_tool("echo", {"text": str(i)})
+        stats = client.stats
+    assert stats.connections_opened - opened_after_open == 5
 
 
 async def test_a_refusal_without_json_rpc_is_request_rejected(core_url: str) -> None:

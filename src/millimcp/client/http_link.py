@@ -180,6 +180,10 @@ class HttpLink:
             "Accept-Encoding": coding,
             **(headers or {}),
         }
+        if not any(name.lower() == "user-agent" for name in self._base_headers):
+            # Set, not skipped: with skip_auto_headers aiohttp takes a slow path per request
+            # (~9k instructions of ~470k per tools/call, benchmarks/client_overhead.py).
+            self._base_headers["User-Agent"] = "millimcp"
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
         self._drains: set[asyncio.Task[None]] = set()
@@ -214,10 +218,17 @@ class HttpLink:
         # aiohttp TraceConfig: any trace config makes aiohttp build and send every trace
         # signal of every request (554k -> 475k instructions per tools/call without one,
         # benchmarks/client_overhead.py --instructions).
+        # Limits.max_keepalive=0: no connection is kept (a new one per call). aiohttp keeps
+        # no count of idle connections, so any other value only bounds their lifetime.
+        reuse: dict[str, Any] = (
+            {"force_close": True}
+            if counted and self.limits.keepalive == 0
+            else {"keepalive_timeout": self.limits.keepalive_expiry_s}
+        )
         connector = aiohttp.TCPConnector(
             limit=limit,
             limit_per_host=0,
-            keepalive_timeout=self.limits.keepalive_expiry_s,
+            **reuse,
             ttl_dns_cache=_DNS_TTL_S,
             ssl=self._ssl if self._ssl is not None else True,
             socket_factory=self._new_socket if counted else None,
@@ -227,7 +238,6 @@ class HttpLink:
             headers=self._base_headers,
             timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout.connect),
             auto_decompress=False,
-            skip_auto_headers=("User-Agent",),
         )
 
     def _side_session(self) -> aiohttp.ClientSession:

@@ -27,9 +27,11 @@ class Limits:
     fail as soon as the cap is reached). An agent fires 5-10 parallel calls per step; the
     queue bounds the latency a burst can add (SEEDS S4.6).
 
-    ``max_connections`` (default: ``max_in_flight``) caps the HTTP pool, ``max_keepalive``
-    (default: ``max_connections``) the idle connections it keeps, each for at most
-    ``keepalive_expiry_s``. The fields keep what was given (``None`` for a default, so
+    ``max_connections`` (default: ``max_in_flight``) caps the HTTP pool; idle connections are
+    kept for at most ``keepalive_expiry_s``. ``max_keepalive=0`` keeps none (a new connection
+    per call, as a client without keep-alive does); aiohttp keeps no count of idle
+    connections, so another ``max_keepalive`` value changes nothing there. The fields keep
+    what was given (``None`` for a default, so
     :func:`dataclasses.replace` on ``max_in_flight`` moves the pool with it); read the
     resolved sizes from :attr:`connections` and :attr:`keepalive`.
     """
