@@ -7,14 +7,14 @@ NODE   := $(TOOLS)/node_modules/node/bin/node
 SUITE  := $(TOOLS)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 INSPECTOR := $(TOOLS)/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js
 EVERYTHING := $(TOOLS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js
-PORT   ?= 8765
+DEMO_ARGS ?=
 
 export MILLIMCP_NODE := $(NODE)
 export MILLIMCP_CONFORMANCE := $(SUITE)
 export MILLIMCP_INSPECTOR := $(INSPECTOR)
 export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 
-.PHONY: setup tools test check lint typecheck conformance bench demo clean
+.PHONY: setup demo-setup tools test check lint typecheck conformance bench demo clean
 
 setup: $(BIN)/.installed
 
@@ -59,9 +59,18 @@ bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/server_overhead.py --runs 3 --duration 5
 
-# Until the case study lands: start the conformance fixture server and call a tool on it.
-demo: setup
-	$(BIN)/python examples/demo.py --port $(PORT)
+# The case study (SEEDS S6): the order service naive vs tuned, measured on this machine
+# (examples/orders/demo.py; `make demo DEMO_ARGS="--full"` for longer runs). Its setup needs
+# only the demo and lab extras; a full `make setup` already has them.
+demo: demo-setup
+	$(BIN)/python examples/orders/demo.py $(DEMO_ARGS)
+
+demo-setup: $(BIN)/.demo-installed
+
+$(BIN)/.demo-installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test $(BIN)/.installed -nt pyproject.toml || $(BIN)/python -m pip install --quiet -e '.[demo,lab]'
+	touch $@
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

@@ -180,6 +180,10 @@ class HttpLink:
             "Accept-Encoding": coding,
             **(headers or {}),
         }
+        if not any(name.lower() == "user-agent" for name in self._base_headers):
+            # Set, not skipped: with skip_auto_headers aiohttp takes a slow path per request
+            # (~9k instructions of ~470k per tools/call, benchmarks/client_overhead.py).
+            self._base_headers["User-Agent"] = "millimcp"
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
         self._drains: set[asyncio.Task[None]] = set()
@@ -234,7 +238,6 @@ class HttpLink:
             headers=self._base_headers,
             timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout.connect),
             auto_decompress=False,
-            skip_auto_headers=("User-Agent",),
         )
 
     def _side_session(self) -> aiohttp.ClientSession:

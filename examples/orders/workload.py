@@ -1,0 +1,572 @@
+"""The demo's workload: the agent scenario of S7.3 (``agent.toml``) run against the order
+service by the lab (:mod:`millimcp.lab.scenario`), with the client each configuration has.
+
+- ``pooled_client`` off (S6.1): every call opens a new TCP connection (the client sends
+  ``Connection: close``, so neither side keeps it); on: one kept-alive pool of up to 50
+  connections (S6.3: ``max_connections=50``).
+- ``client_cap`` off: nothing bounds the calls in flight (every agent's calls go out at
+  once); on: at most 30 (S6.3: ``Semaphore(30)``), the rest wait in the client's queue.
+
+The server's CPU time is read from ``/proc/<pid>/stat`` (user + system) around the recorded
+part of a run; :func:`measure` returns it as a percentage of one core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orders.config import OrdersConfig
+
+if TYPE_CHECKING:
+    from millimcp import Client
+    from millimcp.lab.results import Run
+    from millimcp.lab.scenario import Call, Scenario, ScenarioOutcome
+    from millimcp.lab.scenario_format import IterationContext
+
+__all__ = [
+    "CLIENT_CAP",
+    "POOL_CONNECTIONS",
+    "SCENARIO",
+    "CpuMeter",
+    "Measured",
+    "Phase",
+    "agent_client",
+    "hot_customers",
+    "load_workload",
+    "measure",
+    "merge",
+    "prime",
+    "run_phases",
+]
+
+SCENARIO = Path(__file__).with_name("agent.toml")
+CLIENT_CAP = 30
+"""Calls in flight with ``client_cap`` (S6.3: ``Semaphore(30)``)."""
+POOL_CONNECTIONS = 50
+"""The pooled client's connections (S6.3: ``Limits(max_connections=50)``)."""
+CALL_TIMEOUT_S = 30.0
+"""Per call, the client's total timeout (S4.1: ~30 s); a call that takes longer fails."""
+
+
+def load_workload(last_order: int, hot_orders: int) -> Scenario:
+    """``agent.toml`` with the agents drawing from the ``hot_orders`` most recent orders."""
+    from millimcp.lab.scenario import load_scenario
+
+    scenario = load_scenario(SCENARIO)
+    first = max(1, last_order - hot_orders + 1)
+    variables = {**scenario.vars, "first_order": first, "last_order": last_order}
+    return dataclasses.replace(scenario, vars=variables)
+
+
+def agent_client(
+    url: str, config: OrdersConfig, token: str, *, concurrency: int, width: int
+) -> Client:
+    """The agents' client as ``config`` has it (``pooled_client``, ``client_cap``)."""
+    from millimcp import Client
+    from millimcp.resilience.policy import Limits, Timeout
+
+    most = max(1, concurrency * width)  # every call the agents can have out at once
+    cap = min(CLIENT_CAP, most) if config.client_cap else most
+    limits = Limits(
+        max_in_flight=cap,
+        max_queue=most,
+        max_connections=max(cap, POOL_CONNECTIONS) if config.pooled_client else cap,
+    )
+    headers = {"Authorization": f"Bearer {token}"}
+    if not config.pooled_client:
+        headers["Connection"] = "close"
+    return Client.over_http(
+        url,
+        limits=limits,
+        timeout=Timeout(total=CALL_TIMEOUT_S),
+        retry=None,  # every failure counts: the success rate is the agents' own
+        headers=headers,
+        client_info=("orders-demo-agent", "1.0"),
+    )
+
+
+class CpuMeter:
+    """CPU seconds (user + system) a process has used, from ``/proc/<pid>/stat``; None where
+    there is no such file (not Linux)."""
+
+    def __init__(self, pid: int) -> None:
+        self.path = Path(f"/proc/{pid}/stat")
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def seconds(self) -> float | None:
+        try:
+            text = self.path.read_text()
+        except OSError:
+            return None
+        fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
+        return (int(fields[11]) + int(fields[12])) / self.tick  # utime, stime
+
+
+def hot_customers(db_url: str, first_order: int, last_order: int) -> list[int]:
+    """The customers of the orders the agents draw from."""
+    from sqlalchemy import select
+
+    from orders.db import Order, sync_engine
+
+    engine = sync_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(Order.customer_id)
+                .where(Order.id.between(first_order, last_order))
+                .distinct()
+                .order_by(Order.customer_id)
+            )
+            return [int(row[0]) for row in rows]
+    finally:
+        engine.dispose()
+
+
+async def prime(url: str, token: str, customers: Sequence[int], *, parallel: int = 40) -> int:
+    """Ask ``url`` for each customer's recommendations once (a service that has been running
+    a while has them cached); returns the calls that failed."""
+    from millimcp import Client
+    from millimcp.resilience.policy import Limits
+
+    failed = 0
+    async with Client.over_http(
+        url,
+        limits=Limits(max_in_flight=parallel, max_queue=len(customers) + 1),
+        retry=None,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=CALL_TIMEOUT_S,
+    ) as client:
+
+        async def one(customer: int) -> bool:
+            try:
+                result = await client.call_tool("get_recommendations", {"customer_id": customer})
+            except Exception:  # counted: priming is best effort
+                return False
+            return not result.is_error
+
+        results = await asyncio.gather(*(one(customer) for customer in customers))
+        failed = sum(1 for ok in results if not ok)
+    return failed
+
+
+def _pct(seconds: float | None, wall: float) -> float | None:
+    return None if seconds is None or wall <= 0 else 100.0 * seconds / wall
+
+
+@dataclass
+class Measured:
+    """The recorded part of one phase: the agents against one configuration."""
+
+    label: str
+    config: OrdersConfig
+    run: Run
+    outcome: ScenarioOutcome
+    wall_s: float
+    """From the first recorded iteration's start to the last one's end."""
+    server_cpu_s: float | None
+    """The server process's CPU time (user + system) over ``wall_s``."""
+    client_cpu_s: float | None
+    """This process's (the agents') CPU time over the same span."""
+    connections_opened: int = 0
+    connections_reused: int = 0
+
+    @property
+    def server_cpu_pct(self) -> float | None:
+        """The server's CPU while the phase was recorded, in % of one core."""
+        return _pct(self.server_cpu_s, self.wall_s)
+
+    @property
+    def client_cpu_pct(self) -> float | None:
+        return _pct(self.client_cpu_s, self.wall_s)
+
+    @property
+    def server_cpu_per_iteration_ms(self) -> float | None:
+        """Server CPU (ms) per iteration: its CPU rate over the throughput."""
+        rate = self.server_cpu_pct
+        if rate is None or self.run.throughput <= 0:
+            return None
+        return 10.0 * rate / self.run.throughput
+
+    @property
+    def iterations(self) -> int:
+        return self.outcome.iterations
+
+    @property
+    def failed(self) -> int:
+        return sum(self.outcome.errors.values())
+
+    @property
+    def success_pct(self) -> float:
+        total = self.iterations + self.failed
+        return 100.0 * self.iterations / total if total else 0.0
+
+
+@dataclass
+class Phase:
+    """A stretch of a run during which the agents call one target through one client."""
+
+    label: str
+    url: str
+    config: OrdersConfig
+    client: Client
+    settle_s: float
+    """Unrecorded, from the phase's start (and until the last phase's iterations ended)."""
+    window_s: float
+    """Iterations starting within this long after the settling are recorded."""
+    server_pid: int | None = None
+
+
+async def measure(
+    url: str,
+    config: OrdersConfig,
+    scenario: Scenario,
+    token: str,
+    *,
+    label: str,
+    concurrency: int,
+    warmup_s: float,
+    duration_s: float,
+    server_pid: int | None,
+) -> Measured:
+    """Run ``scenario`` with ``concurrency`` agents through the client ``config`` calls for,
+    ``warmup_s`` unrecorded, then ``duration_s`` recorded (:func:`run_phases`)."""
+    client = agent_client(url, config, token, concurrency=concurrency, width=scenario.width)
+    async with client:
+        phase = Phase(label, url, config, client, warmup_s, duration_s, server_pid)
+        (measured,) = await run_phases(scenario, [phase], concurrency=concurrency)
+    return measured
+
+
+async def run_phases(
+    scenario: Scenario,
+    phases: Sequence[Phase],
+    *,
+    concurrency: int,
+    on_open: Callable[[Phase], None] = lambda phase: None,
+) -> list[Measured]:
+    """``concurrency`` agents run ``scenario`` in a closed loop, through each phase's client
+    in turn, without a pause between phases: one :class:`Measured` per phase.
+
+    In a phase, the iterations that start within its window are recorded: after its settling
+    time, which starts once the previous phase's iterations have all ended (in the first
+    phase: the warm-up, and at least until every agent has ended its first iteration, as
+    they all start at once); the agents then keep
+    the load on, unrecorded, until the last recorded one has ended, and move on. So every
+    recorded iteration runs under the load being measured, from start to end: unlike
+    :func:`millimcp.lab.scenario.run_scenario`, which stops starting iterations when the
+    time is up, so that the last recorded ones finish on an emptying server, faster (a
+    bias that grows as a run gets short next to its iterations: a 2 s run of 300 ms ones).
+    Iterations run as the lab's do (the same steps, arguments, error kinds).
+
+    In each outcome ``ended_s`` holds when each recorded iteration *started* (seconds after
+    the first), so its timeline counts starts per second, the throughput; its duration is the
+    window's, from the first recorded start.
+    """
+    from millimcp.lab.results import now_iso
+    from millimcp.lab.scenario import ScenarioOutcome, StepSeries, to_run
+
+    states = [
+        _PhaseState(
+            phase,
+            ScenarioOutcome(
+                scenario,
+                concurrency,
+                phase.settle_s,
+                steps={name: StepSeries() for name in scenario.stat_names},
+            ),
+            CpuMeter(phase.server_pid) if phase.server_pid is not None else None,
+        )
+        for phase in phases
+    ]
+    runner = _Agents(scenario, states, on_open, concurrency)
+    opened = [_connections(phase.client) for phase in phases]
+    started_at = now_iso()
+    runner.open(0, time.perf_counter())
+    async with asyncio.TaskGroup() as agents:
+        for index in range(concurrency):
+            agents.create_task(runner.agent(index))
+    results = []
+    for state, (opened_before, reused_before) in zip(states, opened, strict=True):
+        phase, outcome = state.phase, state.outcome
+        window_end = state.record_to
+        first = state.first_start if state.first_start is not None else window_end
+        outcome.duration_s = max(window_end - first, 1e-9)
+        if not outcome.iterations and not outcome.errors:
+            outcome.duration_s = phase.window_s
+        client = phase.client
+        info = client.server_info
+        run = to_run(
+            outcome,
+            target=phase.url,
+            transport="http",
+            era=client.era or "modern",
+            server=None if info is None else f"{info.name}/{info.version} ({phase.label})",
+            started_at=started_at,
+        )
+        opened_after, reused_after = _connections(client)
+        start_mark, end_mark = state.marks.get("start"), state.marks.get("end")
+        wall = server_cpu = client_cpu = None
+        if start_mark is not None and end_mark is not None:
+            wall = end_mark[0] - start_mark[0]
+            server_cpu = _spent(start_mark[1], end_mark[1])
+            client_cpu = _spent(start_mark[2], end_mark[2])
+        results.append(
+            Measured(
+                label=phase.label,
+                config=phase.config,
+                run=run,
+                outcome=outcome,
+                wall_s=wall or 0.0,
+                server_cpu_s=server_cpu,
+                client_cpu_s=client_cpu,
+                connections_opened=opened_after - opened_before,
+                connections_reused=reused_after - reused_before,
+            )
+        )
+    return results
+
+
+def _connections(client: Client) -> tuple[int, int]:
+    stats = client.stats
+    return stats.connections_opened, stats.connections_reused
+
+
+def _spent(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else end - start
+
+
+@dataclass
+class _PhaseState:
+    phase: Phase
+    outcome: ScenarioOutcome
+    cpu: CpuMeter | None
+    opened_at: float = 0.0
+    record_from: float = math.inf
+    """When recording starts: its settling time after the phase before has drained."""
+    record_to: float = math.inf
+    first_start: float | None = None
+    in_flight: int = 0
+    """Iterations of this phase not ended yet (recorded or not)."""
+    recorded_in_flight: int = 0
+    marks: dict[str, tuple[float, float | None, float | None]] = field(default_factory=dict)
+
+
+class _Agents:
+    """The agents of :func:`run_phases` and what they record."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        states: list[_PhaseState],
+        on_open: Callable[[Phase], None],
+        concurrency: int,
+    ) -> None:
+        self.scenario = scenario
+        self.states = states
+        self.on_open = on_open
+        self.concurrency = concurrency
+        self.first_rounds = 0
+        """Agents that have ended their first iteration."""
+        self.index = 0
+        self.me = CpuMeter(os.getpid())
+
+    def mark(self, state: _PhaseState, name: str) -> None:
+        state.marks[name] = (
+            time.perf_counter(),
+            state.cpu.seconds() if state.cpu is not None else None,
+            self.me.seconds(),
+        )
+
+    def open(self, index: int, now: float) -> None:
+        """Move the agents on to phase ``index``; its clock starts once the iterations of the
+        phase before have all ended (:meth:`start_clock`)."""
+        self.index = index
+        state = self.states[index]
+        state.opened_at = now
+        self.on_open(state.phase)
+        self.start_clock(state, now)
+
+    def start_clock(self, state: _PhaseState, now: float) -> None:
+        """Start the recording clock of the current phase once it may: the first phase's
+        after its settling time (its warm-up) and once every agent has ended its first
+        iteration (they all start at once: that burst is no steady state); a later phase's
+        after the iterations of the phase before have all ended, then its settling time."""
+        if state.record_from != math.inf:
+            return
+        if self.index == 0:
+            if self.first_rounds >= self.concurrency:
+                state.record_from = max(now, state.opened_at + state.phase.settle_s)
+        elif self.states[self.index - 1].in_flight == 0:
+            state.record_from = now + state.phase.settle_s
+        state.record_to = state.record_from + state.phase.window_s
+
+    def current(self, now: float) -> _PhaseState | None:
+        """The phase an iteration starting now belongs to; None when the run is over."""
+        state = self.states[self.index]
+        if now >= state.record_to and state.recorded_in_flight == 0:
+            if "end" not in state.marks:
+                self.mark(state, "end")
+            if self.index + 1 == len(self.states):
+                return None
+            self.open(self.index + 1, now)
+            state = self.states[self.index]
+        return state
+
+    async def agent(self, index: int) -> None:
+        from millimcp.lab.scenario_format import IterationContext
+
+        seed = self.scenario.seed
+        rng = random.Random(f"{seed}:{index}") if seed is not None else random.Random()
+        iteration = 0
+        while True:
+            started = time.perf_counter()
+            state = self.current(started)
+            if state is None:
+                return
+            self.start_clock(state, started)
+            recording = state.record_from <= started < state.record_to
+            if recording:
+                if state.first_start is None:
+                    state.first_start = started
+                    self.mark(state, "start")
+                state.recorded_in_flight += 1
+            state.in_flight += 1
+            context = IterationContext({}, {}, index, iteration, rng, self.scenario.vars)
+            try:
+                kind = await self.iterate(state, context, recording)
+            finally:
+                state.in_flight -= 1
+                state.recorded_in_flight -= recording
+                self.first_rounds += iteration == 0
+                self.start_clock(self.states[self.index], time.perf_counter())
+            iteration += 1
+            if recording:
+                assert state.first_start is not None
+                since = started - state.first_start
+                if kind is None:
+                    latency = (time.perf_counter() - started) * 1000.0
+                    state.outcome.latencies_ms.append(latency)
+                    state.outcome.ended_s.append(since)
+                else:
+                    state.outcome.errors[kind] += 1
+                    state.outcome.failed_s.append(since)
+                if state.recorded_in_flight == 0 and time.perf_counter() >= state.record_to:
+                    self.mark(state, "end")
+
+    async def iterate(
+        self, state: _PhaseState, context: IterationContext, recording: bool
+    ) -> str | None:
+        from millimcp.lab.scenario import Call
+
+        for step in self.scenario.steps:
+            if isinstance(step, Call):
+                kind = await self.call(state, step, context, recording)
+            else:
+                started = time.perf_counter()
+                kinds = await asyncio.gather(
+                    *(self.call(state, call, context, recording) for call in step.calls)
+                )
+                kind = next((found for found in kinds if found is not None), None)
+                if recording and step.name is not None:
+                    series = state.outcome.steps[step.name]
+                    if kind is None:
+                        series.samples_ms.append((time.perf_counter() - started) * 1000.0)
+                    else:
+                        series.errors[kind] += 1
+            if kind is not None:
+                return kind
+        return None
+
+    async def call(
+        self, state: _PhaseState, call: Call, context: IterationContext, recording: bool
+    ) -> str | None:
+        from millimcp.lab.scenario import REFERENCE_ERROR, TOOL_ERROR, error_kind
+        from millimcp.lab.scenario_format import ReferenceFailed
+
+        try:
+            arguments = call.build(context)
+        except ReferenceFailed as exc:
+            return self.failed(state, call.name, REFERENCE_ERROR, str(exc), recording)
+        timeout = call.timeout if call.timeout is not None else self.scenario.timeout
+        started = time.perf_counter()
+        try:
+            result = await state.phase.client.call_tool(call.tool, arguments, timeout=timeout)
+        except Exception as exc:  # every failure is counted, none stops the run
+            message = f"{type(exc).__name__}: {exc}"
+            return self.failed(state, call.name, error_kind(exc), message, recording)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if result.is_error:
+            return self.failed(state, call.name, TOOL_ERROR, result.text, recording)
+        if recording:
+            state.outcome.steps[call.name].samples_ms.append(elapsed_ms)
+        if call.name in self.scenario.referenced:
+            context.results[call.name] = result
+        return None
+
+    def failed(
+        self, state: _PhaseState, name: str, kind: str, message: str, recording: bool
+    ) -> str:
+        if recording:
+            state.outcome.steps[name].errors[kind] += 1
+            state.outcome.first_error.setdefault(kind, f"{name}: {message}"[:500])
+        return kind
+
+
+def merge(parts: Sequence[Measured], label: str) -> Measured:
+    """Several recorded phases of one configuration as one (samples pooled, windows laid end
+    to end): the two tuned phases around a step's."""
+    from millimcp.lab.scenario import ScenarioOutcome, StepSeries, to_run
+
+    first = parts[0]
+    merged = ScenarioOutcome(
+        first.outcome.scenario,
+        first.outcome.concurrency,
+        first.outcome.warmup_s,
+        steps={name: StepSeries() for name in first.outcome.steps},
+    )
+    offset = 0.0
+    for part in parts:
+        outcome = part.outcome
+        merged.latencies_ms += outcome.latencies_ms
+        merged.ended_s += [offset + t for t in outcome.ended_s]
+        merged.failed_s += [offset + t for t in outcome.failed_s]
+        merged.errors.update(outcome.errors)
+        for kind, message in outcome.first_error.items():
+            merged.first_error.setdefault(kind, message)
+        for name, series in outcome.steps.items():
+            merged.steps[name].samples_ms += series.samples_ms
+            merged.steps[name].errors.update(series.errors)
+        offset += outcome.duration_s
+    merged.duration_s = offset
+    run = to_run(
+        merged,
+        target=first.run.target,
+        transport="http",
+        era=first.run.era,
+        server=first.run.server,
+        started_at=first.run.started_at,
+    )
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    return Measured(
+        label=label,
+        config=first.config,
+        run=run,
+        outcome=merged,
+        wall_s=sum(p.wall_s for p in parts),
+        server_cpu_s=total([p.server_cpu_s for p in parts]),
+        client_cpu_s=total([p.client_cpu_s for p in parts]),
+        connections_opened=sum(p.connections_opened for p in parts),
+        connections_reused=sum(p.connections_reused for p in parts),
+    )
