@@ -109,7 +109,7 @@ class Plan:
 
 PLANS = {
     "quick": Plan(0.5, 1.5, 1.5, 0.2, 1.0, 5, 2),
-    "default": Plan(3.0, 8.0, 6.0, 0.4, 2.0, 30, 4),
+    "default": Plan(3.0, 6.0, 6.0, 0.4, 2.0, 30, 4),
     "full": Plan(8.0, 30.0, 30.0, 1.0, 10.0, 100, 10, ramp=True),
 }
 
@@ -289,8 +289,12 @@ def ratio(before: float | None, after: float | None, *, lower_is_better: bool = 
     return f"{factor:.1f}x better" if factor > 1 else f"{1 / factor:.1f}x worse"
 
 
+_BEGAN = time.perf_counter()
+
+
 def section(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 86 - len(title)), flush=True)
+    at = f" {time.perf_counter() - _BEGAN:.0f} s"
+    print(f"\n== {title} " + "=" * max(0, 87 - len(title) - len(at)) + at, flush=True)
 
 
 def progress(text: str) -> None:
@@ -666,7 +670,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def demo(args: argparse.Namespace) -> int:
-    began = time.perf_counter()
+    global _BEGAN
+    began = _BEGAN = time.perf_counter()
     plan = PLANS["quick" if args.quick else "full" if args.full else "default"]
     folder = data_dir()
     results, logs = folder / "results", folder / "logs"
@@ -681,26 +686,10 @@ async def demo(args: argparse.Namespace) -> int:
         "millimcp case study (SEEDS S6): the order-analysis service, naive vs tuned, "
         f"{concurrency} agents, {os.cpu_count()} CPUs"
     )
-    section("1. database")
-    from orders.db import ensure_database
-
-    started = time.perf_counter()
-    progress(f"{args.orders:,} orders in {db_url} (seeded on first run, reused afterwards)")
-    plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
-    covered = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=True)
-    print(
-        f"  {plain.orders:,} orders of {plain.customers:,} customers: "
-        + (f"seeded in {plain.seconds:.1f} s" if plain.seeded_now else "reused")
-        + (f", covering index in {covered.index_seconds:.1f} s" if covered.index_seconds else "")
-        + f" ({time.perf_counter() - started:.1f} s)"
-    )
-    scenario = load_workload(args.orders, args.hot_orders)
-    first, last = scenario.vars["first_order"], scenario.vars["last_order"]
-    customers = await asyncio.to_thread(hot_customers, db_url, first, last)
-    print(f"  the agents' orders: {first:,}..{last:,} ({len(customers)} customers)")
-
     with fleet(logs) as processes:
-        section("2. services")
+        section("1. database and services")
+        # the services start while the database is seeded: each waits for the seeding lock,
+        # then finds the database ready (their imports overlap the seeding)
         started = time.perf_counter()
         recommender = processes.start(
             "recommender", ["orders.recommender", "--latency-ms", f"{args.recommender_latency_ms}"]
@@ -715,12 +704,33 @@ async def demo(args: argparse.Namespace) -> int:
             log = logs / f"{label}.log"
             args_ = server_args(config, db_url, recommender_url, args.orders, log)
             services[label] = Service(label, config, processes.start(label, args_))
+
+        from orders.db import ensure_database
+
+        progress(f"{args.orders:,} orders in {db_url} (seeded on first run, reused afterwards)")
+        plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
+        covered = await asyncio.to_thread(
+            ensure_database, db_url, orders=args.orders, covering=True
+        )
+        print(
+            f"  {plain.orders:,} orders of {plain.customers:,} customers: "
+            + (f"seeded in {plain.seconds:.1f} s" if plain.seeded_now else "reused")
+            + (
+                f", covering index in {covered.index_seconds:.1f} s"
+                if covered.index_seconds
+                else ""
+            )
+        )
+        scenario = load_workload(args.orders, args.hot_orders)
+        first, last = scenario.vars["first_order"], scenario.vars["last_order"]
+        customers = await asyncio.to_thread(hot_customers, db_url, first, last)
+        print(f"  the agents' orders: {first:,}..{last:,} ({len(customers)} customers)")
         deadline = time.monotonic() + 120
         for process in processes.processes:
             await asyncio.to_thread(process.wait_ready, deadline)
         print(
             f"  the recommendation service ({args.recommender_latency_ms:g} ms a call) and "
-            f"{len(services)} order services up in {time.perf_counter() - started:.1f} s"
+            f"{len(services)} order services up ({time.perf_counter() - started:.1f} s)"
         )
         started = time.perf_counter()
         primed = [s for s in services.values() if s.config.recs_cache]
@@ -734,11 +744,11 @@ async def demo(args: argparse.Namespace) -> int:
         print(
             f"  {len(primed)} recommendation caches primed with {len(customers)} customers"
             + (f", {len(warmed)} tuned services warmed up" if warmed else "")
-            + f" in {time.perf_counter() - started:.1f} s"
-            + (f" ({sum(failed)} calls failed)" if any(failed) else "")
+            + f" ({time.perf_counter() - started:.1f} s)"
+            + (f"; {sum(failed)} calls failed" if any(failed) else "")
         )
 
-        section(f"3. {concurrency} agents, closed loop: naive, then tuned")
+        section(f"2. {concurrency} agents, closed loop: naive, then tuned")
         asked: dict[str, int | None] = {}
         runs: dict[str, Measured] = {}
         for label, seconds in (("naive", plan.naive_s), ("tuned", plan.tuned_s)):
@@ -753,7 +763,7 @@ async def demo(args: argparse.Namespace) -> int:
         if plan.ramp:
             ramp = {label: await ramp_up(services[label], scenario, token, plan) for label in runs}
 
-        section(f"4. one {PROFILE_TOOL} call, profiled (no other load)")
+        section(f"3. one {PROFILE_TOOL} call, profiled (no other load)")
         arguments = {"customer_id": customers[0]}
         profiles = {}
         sizes = {}
@@ -772,7 +782,7 @@ async def demo(args: argparse.Namespace) -> int:
         threshold = THRESHOLD_PCT
         if args.step_flags:
             section(
-                f"5. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
+                f"4. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
             )
             steps, threshold = await each_step(
                 services, args.step_flags, scenario, token, step_agents, plan
@@ -894,9 +904,9 @@ async def prepare(
             scenario,
             token,
             label=f"warm-{service.label}",
-            concurrency=min(concurrency, 10),
+            concurrency=min(concurrency, 5),
             warmup_s=0.0,
-            duration_s=min(plan.warmup_s, 1.0),
+            duration_s=min(plan.warmup_s, 0.5),
             server_pid=None,
         )
     return failed
