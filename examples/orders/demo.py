@@ -81,7 +81,8 @@ THRESHOLD_PCT = 10.0
 HELD_PCT = 99.0
 """A concurrency is held while at least this share of iterations succeeds."""
 CONTROL = "nothing (A/A)"
-"""The control row of the A/B: tuned against itself, the same way (the noise floor)."""
+"""The control row of the A/B: tuned against a second tuned process, the same way (the noise
+floor, the differences between two processes of one configuration included)."""
 STEP_AGENTS = 20
 """At most this many agents in the A/B runs: enough to saturate the server (so a step's cost
 shows) and for the client cap (30 calls) to bind, with iterations short enough that most of a
@@ -696,6 +697,8 @@ async def demo(args: argparse.Namespace) -> int:
         )
         recommender_url = f"http://127.0.0.1:{recommender.port}"
         configs = {"naive": NAIVE, "tuned": TUNED}
+        if args.step_flags:  # the A/A control: a second tuned process (process-to-process noise)
+            configs["tuned-control"] = TUNED
         for flag in args.step_flags:
             if flag not in CLIENT_FLAGS:
                 configs[f"tuned-{flag}"] = without(flag)
@@ -833,7 +836,8 @@ async def demo(args: argparse.Namespace) -> int:
         for result in steps:
             if result.flag == CONTROL:
                 print(
-                    f"  - {CONTROL}: tuned against itself, the same way: what differences "
+                    f"  - {CONTROL}: tuned against a second tuned process, the same way: "
+                    "what differences "
                     "the machine's own noise makes."
                 )
             elif not result.comparable:
@@ -921,8 +925,8 @@ async def each_step(
     plan: Plan,
 ) -> tuple[list[StepResult], float]:
     """One run, without a pause: tuned, tuned without the first step, tuned, tuned without
-    the next, ..., tuned (the A/A control first: tuned "without nothing", through a second
-    client). Each step is compared with the two tuned phases around it, pooled, so that a
+    the next, ..., tuned (the A/A control first: tuned "without nothing", a second tuned
+    process). Each step is compared with the two tuned phases around it, pooled, so that a
     drift of the machine's load hits both sides; an effect must stand out of the control's
     changes. Returns the results and the threshold used."""
     from millimcp.lab.compare import compare_runs
@@ -952,7 +956,10 @@ async def each_step(
 
         phases = [tuned_phase(0)]
         for number, flag in enumerate(order, 1):
-            service = services["tuned" if flag in (CONTROL, *CLIENT_FLAGS) else f"tuned-{flag}"]
+            if flag == CONTROL:
+                service = services["tuned-control"]
+            else:
+                service = services["tuned" if flag in CLIENT_FLAGS else f"tuned-{flag}"]
             config = without(flag)
             phases.append(
                 Phase(
