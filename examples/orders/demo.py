@@ -261,6 +261,14 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the current directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def kb(size: int) -> str:
     return f"{size / 1000:.1f} KB"
 
@@ -710,7 +718,8 @@ async def demo(args: argparse.Namespace) -> int:
 
         from orders.db import ensure_database
 
-        progress(f"{args.orders:,} orders in {db_url} (seeded on first run, reused afterwards)")
+        where = shown(folder / "orders.db")
+        progress(f"{args.orders:,} orders in {where} (seeded on first run, reused afterwards)")
         plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
         covered = await asyncio.to_thread(
             ensure_database, db_url, orders=args.orders, covering=True
@@ -850,9 +859,9 @@ async def demo(args: argparse.Namespace) -> int:
                 print(f"  - {result.flag}: {result.verdict()} here: {why(result.flag, facts)}.")
 
     section("files")
-    print(f"  report: {report}")
-    print(f"  run files (millimcp compare/report take them): {results}/")
-    print(f"  service logs: {logs}/")
+    print(f"  report: {shown(report)}")
+    print(f"  run files (millimcp compare and report take them): {shown(results)}/")
+    print(f"  service logs: {shown(logs)}/")
     print(f"\ndone in {time.perf_counter() - began:.0f} s")
     return 0
 
