@@ -754,7 +754,8 @@ async def demo(args: argparse.Namespace) -> int:
             )
         )
         print(
-            f"  {len(primed)} recommendation caches primed with {len(customers)} customers"
+            f"  recommendation cache primed with {len(customers)} customers in "
+            f"{len(primed)} service{'s' if len(primed) != 1 else ''}"
             + (f", {len(warmed)} tuned services warmed up" if warmed else "")
             + f" ({time.perf_counter() - started:.1f} s)"
             + (f"; {sum(failed)} calls failed" if any(failed) else "")
