@@ -576,10 +576,9 @@ def why(flag: str, facts: dict[str, str]) -> str:
         "{compress} per call ('server compress' in the profile) and the client the "
         "decompression, to save a transfer that takes microseconds here (S3.5's 30 -> 5 ms is "
         "at 10 Mbit/s)",
-        "quiet_logging": "the DEBUG lines go to a local file through the page cache, so "
-        "writing them synchronously costs little here, while handing each INFO line to the "
-        "logging thread wakes that thread, which then competes with the event loop for the "
-        "GIL (see the server CPU per iteration)",
+        "quiet_logging": "the DEBUG lines go to a local file through the page cache, where a "
+        "synchronous write of a 16 KB body costs microseconds; logging off the hot path pays "
+        "where a write can block (a slow disk, a network log sink, S5.5's 40% of P99)",
         "client_cap": "the server, not the client, is the bottleneck at this concurrency: the "
         "cap moves the waiting from the server's queue to the client's (S2.2, S7.4: a pool or "
         "cap of the wrong size is a false optimization)",
