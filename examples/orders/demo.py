@@ -81,7 +81,8 @@ THRESHOLD_PCT = 10.0
 HELD_PCT = 99.0
 """A concurrency is held while at least this share of iterations succeeds."""
 CONTROL = "nothing (A/A)"
-"""The control row of the A/B: tuned against itself, the same way (the noise floor)."""
+"""The control row of the A/B: tuned against a second tuned process, the same way (the noise
+floor, the differences between two processes of one configuration included)."""
 STEP_AGENTS = 20
 """At most this many agents in the A/B runs: enough to saturate the server (so a step's cost
 shows) and for the client cap (30 calls) to bind, with iterations short enough that most of a
@@ -109,7 +110,7 @@ class Plan:
 
 PLANS = {
     "quick": Plan(0.5, 1.5, 1.5, 0.2, 1.0, 5, 2),
-    "default": Plan(3.0, 8.0, 6.0, 0.4, 2.0, 30, 4),
+    "default": Plan(3.0, 5.0, 6.0, 0.4, 1.6, 30, 3),
     "full": Plan(8.0, 30.0, 30.0, 1.0, 10.0, 100, 10, ramp=True),
 }
 
@@ -260,6 +261,14 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the current directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def kb(size: int) -> str:
     return f"{size / 1000:.1f} KB"
 
@@ -289,8 +298,12 @@ def ratio(before: float | None, after: float | None, *, lower_is_better: bool = 
     return f"{factor:.1f}x better" if factor > 1 else f"{1 / factor:.1f}x worse"
 
 
+_BEGAN = time.perf_counter()
+
+
 def section(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 86 - len(title)), flush=True)
+    at = f" {time.perf_counter() - _BEGAN:.0f} s"
+    print(f"\n== {title} " + "=" * max(0, 87 - len(title) - len(at)) + at, flush=True)
 
 
 def progress(text: str) -> None:
@@ -666,7 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def demo(args: argparse.Namespace) -> int:
-    began = time.perf_counter()
+    global _BEGAN
+    began = _BEGAN = time.perf_counter()
     plan = PLANS["quick" if args.quick else "full" if args.full else "default"]
     folder = data_dir()
     results, logs = folder / "results", folder / "logs"
@@ -681,32 +695,18 @@ async def demo(args: argparse.Namespace) -> int:
         "millimcp case study (SEEDS S6): the order-analysis service, naive vs tuned, "
         f"{concurrency} agents, {os.cpu_count()} CPUs"
     )
-    section("1. database")
-    from orders.db import ensure_database
-
-    started = time.perf_counter()
-    progress(f"{args.orders:,} orders in {db_url} (seeded on first run, reused afterwards)")
-    plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
-    covered = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=True)
-    print(
-        f"  {plain.orders:,} orders of {plain.customers:,} customers: "
-        + (f"seeded in {plain.seconds:.1f} s" if plain.seeded_now else "reused")
-        + (f", covering index in {covered.index_seconds:.1f} s" if covered.index_seconds else "")
-        + f" ({time.perf_counter() - started:.1f} s)"
-    )
-    scenario = load_workload(args.orders, args.hot_orders)
-    first, last = scenario.vars["first_order"], scenario.vars["last_order"]
-    customers = await asyncio.to_thread(hot_customers, db_url, first, last)
-    print(f"  the agents' orders: {first:,}..{last:,} ({len(customers)} customers)")
-
     with fleet(logs) as processes:
-        section("2. services")
+        section("1. database and services")
+        # the services start while the database is seeded: each waits for the seeding lock,
+        # then finds the database ready (their imports overlap the seeding)
         started = time.perf_counter()
         recommender = processes.start(
             "recommender", ["orders.recommender", "--latency-ms", f"{args.recommender_latency_ms}"]
         )
         recommender_url = f"http://127.0.0.1:{recommender.port}"
         configs = {"naive": NAIVE, "tuned": TUNED}
+        if args.step_flags:  # the A/A control: a second tuned process (process-to-process noise)
+            configs["tuned-control"] = TUNED
         for flag in args.step_flags:
             if flag not in CLIENT_FLAGS:
                 configs[f"tuned-{flag}"] = without(flag)
@@ -715,12 +715,34 @@ async def demo(args: argparse.Namespace) -> int:
             log = logs / f"{label}.log"
             args_ = server_args(config, db_url, recommender_url, args.orders, log)
             services[label] = Service(label, config, processes.start(label, args_))
+
+        from orders.db import ensure_database
+
+        where = shown(folder / "orders.db")
+        progress(f"{args.orders:,} orders in {where} (seeded on first run, reused afterwards)")
+        plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
+        covered = await asyncio.to_thread(
+            ensure_database, db_url, orders=args.orders, covering=True
+        )
+        print(
+            f"  {plain.orders:,} orders of {plain.customers:,} customers: "
+            + (f"seeded in {plain.seconds:.1f} s" if plain.seeded_now else "reused")
+            + (
+                f", covering index in {covered.index_seconds:.1f} s"
+                if covered.index_seconds
+                else ""
+            )
+        )
+        scenario = load_workload(args.orders, args.hot_orders)
+        first, last = scenario.vars["first_order"], scenario.vars["last_order"]
+        customers = await asyncio.to_thread(hot_customers, db_url, first, last)
+        print(f"  the agents' orders: {first:,}..{last:,} ({len(customers)} customers)")
         deadline = time.monotonic() + 120
         for process in processes.processes:
             await asyncio.to_thread(process.wait_ready, deadline)
         print(
             f"  the recommendation service ({args.recommender_latency_ms:g} ms a call) and "
-            f"{len(services)} order services up in {time.perf_counter() - started:.1f} s"
+            f"{len(services)} order services up ({time.perf_counter() - started:.1f} s)"
         )
         started = time.perf_counter()
         primed = [s for s in services.values() if s.config.recs_cache]
@@ -734,11 +756,11 @@ async def demo(args: argparse.Namespace) -> int:
         print(
             f"  {len(primed)} recommendation caches primed with {len(customers)} customers"
             + (f", {len(warmed)} tuned services warmed up" if warmed else "")
-            + f" in {time.perf_counter() - started:.1f} s"
-            + (f" ({sum(failed)} calls failed)" if any(failed) else "")
+            + f" ({time.perf_counter() - started:.1f} s)"
+            + (f"; {sum(failed)} calls failed" if any(failed) else "")
         )
 
-        section(f"3. {concurrency} agents, closed loop: naive, then tuned")
+        section(f"2. {concurrency} agents, closed loop: naive, then tuned")
         asked: dict[str, int | None] = {}
         runs: dict[str, Measured] = {}
         for label, seconds in (("naive", plan.naive_s), ("tuned", plan.tuned_s)):
@@ -753,7 +775,7 @@ async def demo(args: argparse.Namespace) -> int:
         if plan.ramp:
             ramp = {label: await ramp_up(services[label], scenario, token, plan) for label in runs}
 
-        section(f"4. one {PROFILE_TOOL} call, profiled (no other load)")
+        section(f"3. one {PROFILE_TOOL} call, profiled (no other load)")
         arguments = {"customer_id": customers[0]}
         profiles = {}
         sizes = {}
@@ -772,7 +794,7 @@ async def demo(args: argparse.Namespace) -> int:
         threshold = THRESHOLD_PCT
         if args.step_flags:
             section(
-                f"5. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
+                f"4. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
             )
             steps, threshold = await each_step(
                 services, args.step_flags, scenario, token, step_agents, plan
@@ -823,7 +845,8 @@ async def demo(args: argparse.Namespace) -> int:
         for result in steps:
             if result.flag == CONTROL:
                 print(
-                    f"  - {CONTROL}: tuned against itself, the same way: what differences "
+                    f"  - {CONTROL}: tuned against a second tuned process, the same way: "
+                    "what differences "
                     "the machine's own noise makes."
                 )
             elif not result.comparable:
@@ -836,9 +859,9 @@ async def demo(args: argparse.Namespace) -> int:
                 print(f"  - {result.flag}: {result.verdict()} here: {why(result.flag, facts)}.")
 
     section("files")
-    print(f"  report: {report}")
-    print(f"  run files (millimcp compare/report take them): {results}/")
-    print(f"  service logs: {logs}/")
+    print(f"  report: {shown(report)}")
+    print(f"  run files (millimcp compare and report take them): {shown(results)}/")
+    print(f"  service logs: {shown(logs)}/")
     print(f"\ndone in {time.perf_counter() - began:.0f} s")
     return 0
 
@@ -894,9 +917,9 @@ async def prepare(
             scenario,
             token,
             label=f"warm-{service.label}",
-            concurrency=min(concurrency, 10),
+            concurrency=min(concurrency, 5),
             warmup_s=0.0,
-            duration_s=min(plan.warmup_s, 1.0),
+            duration_s=min(plan.warmup_s, 0.5),
             server_pid=None,
         )
     return failed
@@ -911,8 +934,8 @@ async def each_step(
     plan: Plan,
 ) -> tuple[list[StepResult], float]:
     """One run, without a pause: tuned, tuned without the first step, tuned, tuned without
-    the next, ..., tuned (the A/A control first: tuned "without nothing", through a second
-    client). Each step is compared with the two tuned phases around it, pooled, so that a
+    the next, ..., tuned (the A/A control first: tuned "without nothing", a second tuned
+    process). Each step is compared with the two tuned phases around it, pooled, so that a
     drift of the machine's load hits both sides; an effect must stand out of the control's
     changes. Returns the results and the threshold used."""
     from millimcp.lab.compare import compare_runs
@@ -942,7 +965,10 @@ async def each_step(
 
         phases = [tuned_phase(0)]
         for number, flag in enumerate(order, 1):
-            service = services["tuned" if flag in (CONTROL, *CLIENT_FLAGS) else f"tuned-{flag}"]
+            if flag == CONTROL:
+                service = services["tuned-control"]
+            else:
+                service = services["tuned" if flag in CLIENT_FLAGS else f"tuned-{flag}"]
             config = without(flag)
             phases.append(
                 Phase(

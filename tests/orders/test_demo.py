@@ -56,6 +56,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
         str(folder),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    # the demo prints paths relative to its working directory, this one's
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout, folder
 
@@ -99,7 +100,7 @@ def test_files(demo_run: tuple[str, Path]) -> None:
     output, folder = demo_run
     found = re.search(r"report: (\S+)", output)
     assert found
-    report = Path(found.group(1))
+    report = (Path.cwd() / found.group(1)).resolve()  # relative when under the cwd
     assert report.is_file()
     assert report.parent == folder.resolve()
     page = report.read_text(encoding="utf-8")
