@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OFFICIAL = str(ROOT / "tests" / "servers" / "official_server.py")
 CONFORMANCE = str(ROOT / "examples" / "conformance_server.py")
 TIMEOUT_S = 30.0
-ROOTS = ["file:///work/project"]
+ROOTS = ["file:///srv/agent-project"]
 
 
 class Peer:
