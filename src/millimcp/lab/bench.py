@@ -41,7 +41,7 @@ from millimcp.lab.results import Run, host_info, now_iso, save_run
 from millimcp.lab.target import (
     Connection,
     Target,
-    add_target_arguments,
+    add_call_arguments,
     connect,
     ssl_context,
     target_from_args,
@@ -82,11 +82,7 @@ CSV_FIELDS: Final = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_target_arguments(parser)
-    parser.add_argument("--tool", required=True, help="the tool to call")
-    parser.add_argument(
-        "--args", default="{}", metavar="JSON", help="the tool's arguments (a JSON object)"
-    )
+    add_call_arguments(parser)
     parser.add_argument(
         "-c",
         "--concurrency",

@@ -76,7 +76,7 @@ from millimcp.lab.stages import (
     summarize,
     transport_share,
 )
-from millimcp.lab.target import add_target_arguments, ssl_context, target_from_args
+from millimcp.lab.target import add_call_arguments, ssl_context, target_from_args
 from millimcp.lab.timed_http import Endpoint, Exchange, TimedConnection, open_timed
 from millimcp.lab.timed_stdio import TimedProcess, spawn_timed
 from millimcp.protocol import (
@@ -688,11 +688,7 @@ def to_run(profile: Profile) -> Any:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_target_arguments(parser)
-    parser.add_argument("--tool", required=True, help="the tool to call")
-    parser.add_argument(
-        "--args", default="{}", metavar="JSON", help="the tool's arguments (a JSON object)"
-    )
+    add_call_arguments(parser)
     parser.add_argument(
         "-n",
         "--requests",

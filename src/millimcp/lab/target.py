@@ -49,6 +49,7 @@ __all__ = [
     "CallTemplate",
     "Connection",
     "Target",
+    "add_call_arguments",
     "add_target_arguments",
     "connect",
     "parse_target",
@@ -105,6 +106,16 @@ def parse_target(
     if not argv:
         raise ConfigurationError("TARGET is an empty command")
     return Target("stdio", command=tuple(argv))
+
+
+def add_call_arguments(parser: argparse.ArgumentParser) -> None:
+    """TARGET, how to reach it, and the one call to make (``--tool``, ``--args``): what bench
+    and profile share."""
+    add_target_arguments(parser)
+    parser.add_argument("--tool", required=True, help="the tool to call")
+    parser.add_argument(
+        "--args", default="{}", metavar="JSON", help="the tool's arguments (a JSON object)"
+    )
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
