@@ -31,6 +31,9 @@
     ├── TensorFormatError               tensor bytes or header malformed or over a cap
     │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
+        └── InvalidHeaderDeclaration    a tool's ``x-mcp-header`` declarations break the spec's
+                                        rules (the server refuses to register it, the client
+                                        leaves it out of ``tools/list``)
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
 and which HTTP status the Streamable HTTP binding gives it.
@@ -38,7 +41,7 @@ and which HTTP status the Streamable HTTP binding gives it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 __all__ = [
     "CallTimeout",
@@ -48,6 +51,7 @@ __all__ = [
     "FrameTooLarge",
     "HeaderMismatch",
     "InternalError",
+    "InvalidHeaderDeclaration",
     "InvalidParams",
     "InvalidRequest",
     "MethodNotFound",
@@ -75,10 +79,14 @@ class MillimcpError(Exception):
 
 
 class ProtocolError(MillimcpError):
-    """An error that is answered with a JSON-RPC error object."""
+    """An error that is answered with a JSON-RPC error object.
 
-    code: ClassVar[int] = -32603
-    http_status: ClassVar[int] = 500
+    ``code`` and ``http_status`` are the class's unless the instance says otherwise (an error
+    a client read keeps the peer's code and the HTTP status it came with).
+    """
+
+    code: int = -32603
+    http_status: int = 500
 
     def __init__(
         self,
@@ -87,14 +95,17 @@ class ProtocolError(MillimcpError):
         *,
         http_status: int | None = None,
         request_id: int | str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
         self.request_id = request_id
         """The id of the request this answers, when the error is raised before it is known."""
+        self.retry_after_s = retry_after_s
+        """How long to wait before retrying, when the peer said (``Retry-After``)."""
         if http_status is not None:
-            self.http_status = http_status  # type: ignore[misc]
+            self.http_status = http_status
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
@@ -171,9 +182,8 @@ class Overloaded(ProtocolError):
     code = -32050
     http_status = 503
 
-    def __init__(self, message: str, data: Any = None, *, retry_after_s: int = 1) -> None:
-        super().__init__(message, data)
-        self.retry_after_s = retry_after_s
+    def __init__(self, message: str, data: Any = None, *, retry_after_s: float = 1) -> None:
+        super().__init__(message, data, retry_after_s=retry_after_s)
 
 
 class TransportError(MillimcpError):
@@ -181,12 +191,13 @@ class TransportError(MillimcpError):
 
 
 class RequestRejected(TransportError):
-    """An HTTP-level refusal with a status code."""
+    """An HTTP-level refusal with a status code (and ``Retry-After``, when the peer sent it)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after_s = retry_after_s
 
 
 class FrameTooLarge(TransportError):
@@ -231,6 +242,10 @@ class ConfigurationError(MillimcpError):
     """A server, tool or client was configured wrongly."""
 
 
+class InvalidHeaderDeclaration(ConfigurationError):
+    """A tool's ``x-mcp-header`` declarations break the 2026-07-28 HTTP binding's rules."""
+
+
 def error_from_code(code: int, message: str, data: Any = None) -> ProtocolError:
     """The :class:`ProtocolError` for a JSON-RPC error a peer sent (a client reading a reply).
 
@@ -241,7 +256,7 @@ def error_from_code(code: int, message: str, data: Any = None) -> ProtocolError:
         if cls.code == code:
             return cls(message, data)
     error = ProtocolError(message, data)
-    error.code = code  # type: ignore[misc]
+    error.code = code
     return error
 
 

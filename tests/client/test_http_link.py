@@ -11,7 +11,8 @@ from tests.conftest import free_port
 from tests.interop.peers import tapped_requests, tcp_tap
 
 from millimcp import Client, Limits, Retry
-from millimcp.client.http_link import SseParser, retry_after_seconds
+from millimcp.client.http_link import retry_after_seconds
+from millimcp.codec import SseParser
 from millimcp.errors import FrameTooLarge, NotSent, RequestRejected
 
 

@@ -20,45 +20,33 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, NamedTuple
 
-from millimcp.client.core import Core, OnProgress, ResultKind
-from millimcp.client.core_headers import (
-    HeaderParam,
-    InvalidHeaderDeclaration,
-    header_params,
-    param_headers,
-)
+from millimcp.client.core import Core, OnProgress
 from millimcp.client.core_subscribe import Subscription
-from millimcp.client.core_types import (
-    CallResult,
-    PromptPage,
-    PromptResult,
-    ReadResult,
-    ResourcePage,
-    TemplatePage,
-    ToolPage,
-    blocks,
-    contents,
-    prompt_messages,
-)
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
 from millimcp.client.link import Link
 from millimcp.client.list_cache import ListCache
 from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.tensors import ClientTensors, TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch
+from millimcp.errors import HeaderMismatch, InvalidHeaderDeclaration
+from millimcp.protocol.header_params import HeaderParam, header_params, param_headers
+from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
+    CallToolResult,
     CompleteResult,
     Completion,
     CompletionRef,
     GetPromptResult,
     Implementation,
     Prompt,
+    PromptMessage,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
     ServerCapabilities,
     Tool,
+    narrow_block,
+    narrow_blocks,
 )
 from millimcp.resilience.policy import Limits, Retry, Timeout
 
@@ -73,15 +61,15 @@ TOOL_TIMEOUT_GRACE_S: Final = 0.5
 deadline only catches a server that does not."""
 _MAX_PAGES: Final = 1000
 
-_CALL: Final = ResultKind(CallResult, mrtr=True)
-_READ: Final = ResultKind(ReadResult, mrtr=True)
-_PROMPT: Final = ResultKind(PromptResult, mrtr=True)
-_COMPLETE: Final = ResultKind(CompleteResult)
-_PAGES: Final[dict[str, tuple[str, ResultKind[Any], str]]] = {
-    "tools": ("tools/list", ResultKind(ToolPage), "tools"),
-    "resources": ("resources/list", ResultKind(ResourcePage), "resources"),
-    "templates": ("resources/templates/list", ResultKind(TemplatePage), "resource_templates"),
-    "prompts": ("prompts/list", ResultKind(PromptPage), "prompts"),
+_CALL: Final[ReplyDecoder[CallToolResult]] = reply_decoder("tools/call")
+_READ: Final[ReplyDecoder[ReadResourceResult]] = reply_decoder("resources/read")
+_PROMPT: Final[ReplyDecoder[GetPromptResult]] = reply_decoder("prompts/get")
+_COMPLETE: Final[ReplyDecoder[CompleteResult]] = reply_decoder("completion/complete")
+_PAGES: Final[dict[str, tuple[str, str]]] = {
+    "tools": ("tools/list", "tools"),
+    "resources": ("resources/list", "resources"),
+    "templates": ("resources/templates/list", "resource_templates"),
+    "prompts": ("prompts/list", "prompts"),
 }
 
 
@@ -369,7 +357,7 @@ class Client:
         finally:
             if tensor_call is not None:
                 tensor_call.close()
-        content = blocks(result.content)
+        content = narrow_blocks(result.content)
         return ToolResult(
             content,
             result.structured_content,
@@ -402,7 +390,7 @@ class Client:
             "resources/read", {"uri": uri}, _READ, name=uri, timeout=self._per_call(timeout)
         )
         return ReadResourceResult(
-            contents=[contents(item) for item in result.contents],
+            contents=[item.narrow() for item in result.contents],
             ttl_ms=result.ttl_ms or 0,
             cache_scope="public" if result.cache_scope == "public" else "private",
             meta=result.meta,
@@ -428,7 +416,12 @@ class Client:
             "prompts/get", params, _PROMPT, name=name, timeout=self._per_call(timeout)
         )
         return GetPromptResult(
-            messages=prompt_messages(result), description=result.description, meta=result.meta
+            messages=[
+                PromptMessage(role=m.role, content=narrow_block(m.content))
+                for m in result.messages
+            ],
+            description=result.description,
+            meta=result.meta,
         )
 
     async def complete(
@@ -499,7 +492,8 @@ class Client:
         cached = self._lists.get(kind)
         if cached is not None:
             return cached
-        method, result_kind, field = _PAGES[kind]
+        method, field = _PAGES[kind]
+        result_kind = reply_decoder(method)
         items: list[Any] = []
         cursor: str | None = None
         ttl: int | None = None

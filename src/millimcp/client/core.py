@@ -29,12 +29,11 @@ import itertools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
 from millimcp.client import era as eras
-from millimcp.client.core_types import DiscoverPage
 from millimcp.client.handlers import Handlers
 from millimcp.client.link import Link, Reply
 from millimcp.client.results import ClientStats
@@ -49,7 +48,6 @@ from millimcp.errors import (
     RequestRejected,
     SessionNotFound,
     UnsupportedProtocolVersion,
-    error_from_code,
 )
 from millimcp.protocol import (
     LEGACY_VERSIONS,
@@ -60,12 +58,15 @@ from millimcp.protocol import (
     encode_notification,
     encode_request,
 )
+from millimcp.protocol.jsonrpc import decode_error
+from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
+    DiscoverResult,
     Implementation,
     InitializeResult,
     InputRequiredResult,
@@ -82,7 +83,7 @@ from millimcp.resilience.retry import call_with_retries, status_of
 if TYPE_CHECKING:
     from millimcp.client.core_subscribe import Subscription
 
-__all__ = ["MAX_ROUNDS", "Core", "OnProgress", "ResultKind", "traceparent"]
+__all__ = ["MAX_ROUNDS", "Core", "OnProgress", "traceparent"]
 
 log: Final = logging.getLogger("millimcp.client")
 server_log: Final = logging.getLogger("millimcp.client.server")
@@ -110,44 +111,14 @@ _LOG_LEVELS: Final = {
 }
 
 
-class _ErrorObject(msgspec.Struct):
-    code: int = InternalError.code
-    message: str = ""
-    data: Any = None
-
-
-_ERROR: Final = msgspec.json.Decoder(_ErrorObject)
 _PROGRESS: Final = msgspec.json.Decoder(ProgressParams)
 _SERVER_LOG: Final = msgspec.json.Decoder(LoggingMessageParams)
 _TRACE_TAIL: Final = b'"}'
 
 
-class ResultKind(Generic[T]):
-    """How a method's result is decoded: one type, plus ``input_required`` for MRTR methods."""
-
-    __slots__ = ("single", "union")
-
-    def __init__(self, result: type[T], *, mrtr: bool = False) -> None:
-        self.single: msgspec.json.Decoder[T] = msgspec.json.Decoder(result)
-        self.union: msgspec.json.Decoder[Any] | None = (
-            msgspec.json.Decoder(result | InputRequiredResult) if mrtr else None
-        )
-
-    def decode(self, raw: bytes, modern: bool) -> T | InputRequiredResult:
-        try:
-            if modern and self.union is not None:
-                try:
-                    return self.union.decode(raw)  # type: ignore[no-any-return]
-                except msgspec.ValidationError:
-                    pass  # no resultType: "complete" (the spec's rule for older servers)
-            return self.single.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ProtocolError(f"the server sent an invalid result: {exc}") from None
-
-
-DISCOVER: Final = ResultKind(DiscoverPage)
-INITIALIZE: Final = ResultKind(InitializeResult)
-EMPTY: Final = ResultKind(LegacyEmptyResult)
+DISCOVER: Final[ReplyDecoder[DiscoverResult]] = reply_decoder("server/discover")
+INITIALIZE: Final[ReplyDecoder[InitializeResult]] = reply_decoder("initialize")
+EMPTY: Final[ReplyDecoder[LegacyEmptyResult]] = reply_decoder("resources/subscribe")
 
 
 _otel_trace: Any = None
@@ -323,7 +294,7 @@ class Core:
                 log.debug("server/discover failed (%r): falling back to initialize", exc)
                 await self.initialize()
                 return
-            assert isinstance(page, DiscoverPage)
+            assert isinstance(page, DiscoverResult)
             if page.supported_versions and version not in page.supported_versions:
                 other = eras.choose_version(page.supported_versions, MODERN_VERSIONS)
                 if other is None:
@@ -460,7 +431,7 @@ class Core:
         self,
         method: str,
         params: dict[str, Any],
-        kind: ResultKind[T],
+        kind: ReplyDecoder[T],
         *,
         name: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -498,7 +469,7 @@ class Core:
         self,
         method: str,
         params: dict[str, Any],
-        kind: ResultKind[T],
+        kind: ReplyDecoder[T],
         name: str | None,
         extra: Mapping[str, str] | None,
         idempotent: bool,
@@ -579,19 +550,16 @@ class Core:
         return msgspec.Raw(self._meta_head + trace + b'","progressToken":%d}' % token)
 
     def error_of(self, reply: Reply) -> ProtocolError:
-        try:
-            found = _ERROR.decode(reply.message.error)
-        except msgspec.DecodeError:
-            found = _ErrorObject(InternalError.code, "the server sent a malformed error")
-        error = error_from_code(found.code, found.message, found.data)
+        found = decode_error(reply.message.error)
+        error = found.exception()
         if self.http:
-            error.http_status = reply.status  # type: ignore[misc]
+            error.http_status = reply.status
         if reply.retry_after_s is not None:
-            error.retry_after_s = reply.retry_after_s  # type: ignore[attr-defined]
+            error.retry_after_s = reply.retry_after_s
         elif isinstance(error, Overloaded) and isinstance(found.data, dict):
             after_ms = found.data.get("retryAfterMs")
             if isinstance(after_ms, int | float):
-                error.retry_after_s = after_ms / 1000  # type: ignore[assignment]
+                error.retry_after_s = after_ms / 1000
         return error
 
     async def _recover(self, error: Exception, generation: int) -> bool:

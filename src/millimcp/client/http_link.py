@@ -38,6 +38,7 @@ import msgspec
 
 from millimcp.client import tensors as tensor
 from millimcp.client.link import OnMessage, Reply
+from millimcp.codec import SseParser
 from millimcp.codec.compress import available, decompress
 from millimcp.errors import (
     ConnectionLost,
@@ -49,7 +50,7 @@ from millimcp.errors import (
 from millimcp.protocol import Message, decode_message
 from millimcp.resilience.policy import Limits, Timeout
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "SseParser"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "retry_after_seconds"]
 
 log: Final = logging.getLogger("millimcp.client")
 
@@ -65,69 +66,6 @@ _RESUME_DELAY_S: Final = 1.0
 """The wait before resuming when the server set no SSE ``retry``."""
 _DRAIN_S: Final = 1.0
 """How long the rest of a response stream may take to end before its connection is closed."""
-
-
-class SseParser:
-    """An incremental ``text/event-stream`` parser: feed bytes, get each event's data.
-
-    Lines end with LF or CRLF. Comments (``:`` lines) and events without data are skipped;
-    ``id`` and ``retry`` fields are remembered (:attr:`last_id`, :attr:`retry_ms`), for
-    reconnecting with ``Last-Event-ID``. An event (or an unfinished line) longer than
-    ``limit`` bytes raises :class:`FrameTooLarge`.
-    """
-
-    __slots__ = ("_buffer", "_data", "_size", "last_id", "limit", "retry_ms")
-
-    def __init__(self, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
-        self.limit = limit
-        self.last_id: str | None = None
-        self.retry_ms: int | None = None
-        self._buffer = b""
-        self._data: list[bytes] = []
-        self._size = 0
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """The data of every event that ``chunk`` completes, in order."""
-        buffer = self._buffer + chunk if self._buffer else chunk
-        events: list[bytes] = []
-        start = 0
-        while True:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                break
-            line = buffer[start:end]
-            start = end + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if self._data:
-                    data = b"\n".join(self._data)
-                    if data:  # an empty event (a priming one) dispatches nothing
-                        events.append(data)
-                    self._data = []
-                    self._size = 0
-                continue
-            if line[0] == 0x3A:  # ":" a comment (keep-alive)
-                continue
-            name, colon, value = line.partition(b":")
-            if colon and value[:1] == b" ":
-                value = value[1:]
-            if name == b"data":
-                self._size += len(value) + 1
-                if self._size > self.limit:
-                    raise FrameTooLarge(self.limit)
-                self._data.append(value)
-            elif name == b"id":
-                if b"\x00" not in value:
-                    self.last_id = value.decode("utf-8", "replace")
-            elif name == b"retry" and value.isdigit():
-                self.retry_ms = int(value)
-            # "event" and unknown fields: every event is a JSON-RPC message
-        rest = buffer[start:]
-        if len(rest) + self._size > self.limit:
-            raise FrameTooLarge(self.limit)
-        self._buffer = rest
-        return events
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -429,10 +367,7 @@ class HttpLink:
                 message = decode_message(data)
         if message is None or not message.error:
             text = data[:500].decode("utf-8", "replace") or response.reason or ""
-            error = RequestRejected(status, f"HTTP {status}: {text}")
-            if retry_after is not None:
-                error.retry_after_s = retry_after  # type: ignore[attr-defined]
-            raise error
+            raise RequestRejected(status, f"HTTP {status}: {text}", retry_after_s=retry_after)
         return Reply(message, status, retry_after)
 
     async def _read_stream(

@@ -9,7 +9,7 @@ from millimcp.codec.json import (
     decoder_for,
     encode,
 )
-from millimcp.codec.sse import SSE_KEEPALIVE, sse_event, sse_priming
+from millimcp.codec.sse import SSE_KEEPALIVE, SseParser, sse_event, sse_priming
 
 __all__ = [
     "ATTACHMENT_MEDIA_TYPE",
@@ -17,6 +17,7 @@ __all__ = [
     "SSE_KEEPALIVE",
     "AttachmentFramingError",
     "JsonDecodeFailure",
+    "SseParser",
     "check_depth",
     "decode",
     "decoder_for",

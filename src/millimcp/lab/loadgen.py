@@ -437,7 +437,7 @@ class _Stream:
     __slots__ = ("answered", "chunked", "left", "parser", "status")
 
     def __init__(self, status: int, head: bytes) -> None:
-        from millimcp.client.http_link import SseParser
+        from millimcp.codec import SseParser
 
         self.status = status
         self.parser = SseParser(_MAX_BODY)

@@ -61,9 +61,6 @@ from typing import Any, Final, Literal
 import msgspec
 
 from millimcp.client import Client
-from millimcp.client.core import ResultKind
-from millimcp.client.core_headers import header_params, param_headers
-from millimcp.client.core_types import CallResult, blocks
 from millimcp.codec.compress import available, decompress
 from millimcp.errors import ConfigurationError, MillimcpError, error_from_code
 from millimcp.lab import _table
@@ -85,11 +82,14 @@ from millimcp.protocol import (
     encode_notification,
     encode_request,
 )
+from millimcp.protocol.header_params import header_params, param_headers
+from millimcp.protocol.methods import reply_decoder
 from millimcp.protocol.types import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     InputRequiredResult,
+    narrow_blocks,
 )
 
 __all__ = [
@@ -108,7 +108,7 @@ __all__ = [
 clock: Final = time.perf_counter_ns
 cpu_clock: Final = time.thread_time_ns
 _CLIENT_INFO: Final = {"name": "millimcp-profile", "version": "0.1.0"}
-_CALL: Final = ResultKind(CallResult, mrtr=True)
+_CALL: Final = reply_decoder("tools/call")
 _ERROR: Final = msgspec.json.Decoder(dict[str, Any])
 _MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 
@@ -165,7 +165,7 @@ def _decode(body: bytes, modern: bool) -> bool:
     result = _CALL.decode(message.result, modern)
     if isinstance(result, InputRequiredResult):
         raise ProfileError("the tool asked for input (input_required): not profiled")
-    blocks(result.content)
+    narrow_blocks(result.content)
     return bool(result.is_error)
 
 

@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES, SseParser
+from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES
+from millimcp.codec import SseParser
 from millimcp.errors import (
     ConnectionLost,
     FrameTooLarge,

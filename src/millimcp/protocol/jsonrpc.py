@@ -12,14 +12,22 @@ import msgspec
 
 from millimcp.codec import JsonDecodeFailure, check_depth, encode
 from millimcp.codec.json import DEFAULT_MAX_DEPTH
-from millimcp.errors import InvalidRequest, ParseError, ProtocolError
+from millimcp.errors import (
+    InternalError,
+    InvalidRequest,
+    ParseError,
+    ProtocolError,
+    error_from_code,
+)
 
 __all__ = [
     "ABSENT",
+    "ErrorObject",
     "Message",
     "RequestDecoder",
     "check_nesting",
     "check_utf8",
+    "decode_error",
     "decode_message",
     "encode_error",
     "encode_notification",
@@ -63,15 +71,42 @@ class _ResultResponse(msgspec.Struct):
     result: Any
 
 
-class _ErrorObject(msgspec.Struct, omit_defaults=True):
-    code: int
-    message: str
-    data: Any = None
+class ErrorObject(msgspec.Struct):
+    """A JSON-RPC error object, as sent and as read.
+
+    ``code`` and ``message`` are always written; a peer that leaves them out is read with the
+    defaults. ``data`` is left out when unset.
+    """
+
+    code: int = InternalError.code
+    message: str = ""
+    data: Any = msgspec.UNSET
+
+    @property
+    def details(self) -> Any:
+        """``data``, or None when the peer sent none."""
+        return None if self.data is msgspec.UNSET else self.data
+
+    def exception(self) -> ProtocolError:
+        """The :class:`~millimcp.errors.ProtocolError` this object stands for."""
+        return error_from_code(self.code, self.message, self.details)
+
+
+_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorObject)
+
+
+def decode_error(raw: bytes) -> ErrorObject:
+    """The error object of a response (``Message.error``, raw); a malformed one reads as an
+    internal error that says so, never as an exception: a reply is read to its end."""
+    try:
+        return _ERROR_DECODER.decode(raw)
+    except msgspec.DecodeError:
+        return ErrorObject(InternalError.code, "the peer sent a malformed error object")
 
 
 class _ErrorResponse(msgspec.Struct, omit_defaults=True):
     jsonrpc: str
-    error: _ErrorObject
+    error: ErrorObject
     id: int | str | msgspec.UnsetType | None = msgspec.UNSET
 
 
@@ -211,7 +246,9 @@ def encode_error(request_id: int | str | msgspec.UnsetType | None, error: Protoc
     return encode(
         _ErrorResponse(
             "2.0",
-            _ErrorObject(error.code, error.message, error.data),
+            ErrorObject(
+                error.code, error.message, msgspec.UNSET if error.data is None else error.data
+            ),
             request_id if request_id is not None else msgspec.UNSET,
         )
     )

@@ -1,15 +1,21 @@
 """The method table: what each method's params and result are, and how it is served.
 
-One row per method the server answers. The dispatcher decodes ``params`` into
+One row per method a server answers, read by both sides. A server decodes ``params`` into
 ``MethodSpec.params`` only after the method is found here, and the HTTP binding reads
 ``name_field`` to check the ``Mcp-Name`` header. ``era`` says which era has the method:
-``None`` for both, ``"modern"`` or ``"legacy"`` for one.
+``None`` for both, ``"modern"`` or ``"legacy"`` for one. A client (or the lab) reads a reply
+with :func:`reply_decoder`: the method's result type, plus ``InputRequiredResult`` where
+the method may answer with one (MRTR).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NamedTuple
+import functools
+from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 
+import msgspec
+
+from millimcp.errors import ProtocolError
 from millimcp.protocol.types import (
     CallToolParams,
     CallToolResult,
@@ -20,6 +26,7 @@ from millimcp.protocol.types import (
     GetPromptResult,
     InitializeParams,
     InitializeResult,
+    InputRequiredResult,
     LegacyEmptyResult,
     ListenParams,
     ListenResult,
@@ -35,7 +42,9 @@ from millimcp.protocol.types import (
     SubscribeParams,
 )
 
-__all__ = ["LEGACY_ONLY", "METHODS", "MODERN_ONLY", "MethodSpec"]
+__all__ = ["LEGACY_ONLY", "METHODS", "MODERN_ONLY", "MethodSpec", "ReplyDecoder", "reply_decoder"]
+
+T = TypeVar("T")
 
 
 class MethodSpec(NamedTuple):
@@ -69,3 +78,44 @@ METHODS: Final[dict[str, MethodSpec]] = {
 
 MODERN_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "modern")
 LEGACY_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "legacy")
+
+
+class ReplyDecoder(Generic[T]):
+    """How a reply's ``result`` is read: one type, plus ``input_required`` for MRTR methods.
+
+    A result without ``resultType`` is complete (the spec's rule for older servers), and
+    unknown fields are ignored, so one decoder reads servers of either era.
+    """
+
+    __slots__ = ("single", "union")
+
+    def __init__(self, result: type[T], *, input_required: bool = False) -> None:
+        self.single: msgspec.json.Decoder[T] = msgspec.json.Decoder(result)
+        self.union: msgspec.json.Decoder[Any] | None = (
+            msgspec.json.Decoder(result | InputRequiredResult) if input_required else None
+        )
+
+    def __repr__(self) -> str:
+        return f"<ReplyDecoder {self.single.type!r} mrtr={self.union is not None}>"
+
+    def decode(self, raw: bytes, modern: bool = True) -> T | InputRequiredResult:
+        """The result; ``modern``: the reply may be an ``InputRequiredResult``.
+
+        Raises :class:`~millimcp.errors.ProtocolError` for a result of the wrong shape.
+        """
+        try:
+            if modern and self.union is not None:
+                try:
+                    return self.union.decode(raw)  # type: ignore[no-any-return]
+                except msgspec.ValidationError:
+                    pass  # no resultType: "complete"
+            return self.single.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ProtocolError(f"the server sent an invalid result: {exc}") from None
+
+
+@functools.cache
+def reply_decoder(method: str) -> ReplyDecoder[Any]:
+    """The decoder of ``method``'s replies (made once per method)."""
+    spec = METHODS[method]
+    return ReplyDecoder(spec.result, input_required=spec.input_required)

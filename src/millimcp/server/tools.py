@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import re
 import typing
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -15,8 +14,19 @@ import msgspec
 
 from millimcp.cache import CachedTool, Invalidates
 from millimcp.codec import encode
-from millimcp.errors import ConfigurationError, ProtocolError, ToolError
+from millimcp.errors import (
+    ConfigurationError,
+    InvalidHeaderDeclaration,
+    ProtocolError,
+    ToolError,
+)
 from millimcp.observe import TRACE, clock, current_record
+from millimcp.protocol.header_params import (
+    HeaderParam,
+    check_param_headers,
+    declare,
+    header_params,
+)
 from millimcp.protocol.types import (
     AudioContent,
     CallToolResult,
@@ -100,7 +110,8 @@ class ToolEntry:
         self.name = name or fn.__name__
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
-        self.header_params = _mirror_headers(self.args.schema, headers or {}, fn.__qualname__)
+        wire_schema = self.args.schema if input_schema is None else dict(input_schema)
+        self.header_params = _header_params(wire_schema, headers or {}, fn.__qualname__)
         if process and self.args.context_param is not None:
             raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -144,7 +155,7 @@ class ToolEntry:
             name=self.name,
             title=title,
             description=description or inspect.getdoc(fn),
-            input_schema=input_schema if input_schema is not None else self.args.schema,
+            input_schema=wire_schema,
             output_schema=self.output.schema if self.output is not None else None,
             annotations=annotations,
             meta=self.meta,
@@ -180,6 +191,9 @@ class ToolEntry:
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
             return self._result(value, ctx)
+        if self.header_params and ctx.headers is not None and is_modern(ctx.protocol_version or ""):
+            # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
+            check_param_headers(self.header_params, _json_arguments(raw_arguments), ctx.headers)
         if self.cached is not None:
             result = await self.cached.call(
                 kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
@@ -193,10 +207,6 @@ class ToolEntry:
     async def _invoke(
         self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
     ) -> CallToolResult:
-        if self.header_params and ctx.headers is not None and is_modern(ctx.protocol_version or ""):
-            # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
-            for param, header in self.header_params:
-                ctx.headers.check_param(header, kwargs.get(param))
         if self.args.context_param is not None:
             kwargs[self.args.context_param] = ctx
         try:
@@ -256,26 +266,25 @@ def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
     return CallToolResult(content=content)
 
 
-_TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
-
-
-def _mirror_headers(
+def _header_params(
     schema: dict[str, Any], headers: dict[str, str], owner: str
-) -> tuple[tuple[str, str], ...]:
-    """Mark parameters as mirrored into ``Mcp-Param-{header}`` (``x-mcp-header``)."""
-    seen: set[str] = set()
-    properties = schema.get("properties", {})
-    for param, header in headers.items():
-        prop = properties.get(param)
-        if prop is None:
-            raise ConfigurationError(f"{owner}: no parameter {param!r} to mirror in a header")
-        if prop.get("type") not in ("string", "integer", "boolean"):
-            raise ConfigurationError(f"{owner}: only str, int and bool parameters go in headers")
-        if not _TOKEN.match(header) or header.lower() in seen:
-            raise ConfigurationError(f"{owner}: invalid or duplicate header name {header!r}")
-        seen.add(header.lower())
-        prop["x-mcp-header"] = header
-    return tuple(headers.items())
+) -> tuple[HeaderParam, ...]:
+    """Mark ``headers`` (parameter -> header name) in the wire schema, then read back and
+    check every ``x-mcp-header`` it carries. A verbatim ``input_schema`` without ``headers``
+    is served as it is and its marks, if any, are not enforced (they are the author's)."""
+    if not headers:
+        return ()
+    try:
+        declare(schema, headers)
+        return header_params(schema)
+    except InvalidHeaderDeclaration as exc:
+        raise InvalidHeaderDeclaration(f"{owner}: {exc}") from None
+
+
+def _json_arguments(raw: bytes) -> Any:
+    """The call's arguments as JSON values, for the ``Mcp-Param-*`` check (already decoded
+    once, by the tool's own type: this runs only for tools that mirror headers)."""
+    return msgspec.json.decode(raw) if raw else {}
 
 
 def error_result(message: str) -> CallToolResult:

@@ -303,7 +303,7 @@ class Dispatcher:
         except ProtocolError as exc:
             extra = None
             if isinstance(exc, Overloaded):  # issue 4: backpressure refusals say when to retry
-                extra = [(b"retry-after", b"%d" % exc.retry_after_s)]
+                extra = [(b"retry-after", b"%d" % (exc.retry_after_s or 1))]
             return exc.http_status, encode_error(request_id, exc), extra
         except Exception:
             log.exception("handler for %s failed", ctx.method)

@@ -27,6 +27,7 @@ import msgspec
 
 from millimcp.errors import SessionNotFound, ToolError, TooManySessions
 from millimcp.protocol import Message, encode_request
+from millimcp.protocol.jsonrpc import decode_error
 from millimcp.protocol.types import (
     ClientCapabilities,
     Implementation,
@@ -237,7 +238,7 @@ class Session:
         if future is None or future.done():
             return  # late, duplicate or unknown: nothing waits for it
         if message.error:
-            error = _decode_error(message.error)
+            error = decode_error(message.error)
             future.set_exception(
                 ToolError(f"the client answered with error {error.code}: {error.message}")
             )
@@ -268,18 +269,6 @@ class Session:
         for stream in self.streams.values():
             stream.close()
         self.pending.clear()
-
-
-class _ErrorObject(msgspec.Struct):
-    code: int = 0
-    message: str = ""
-
-
-def _decode_error(raw: msgspec.Raw) -> _ErrorObject:
-    try:
-        return msgspec.json.decode(raw, type=_ErrorObject)
-    except msgspec.DecodeError:
-        return _ErrorObject(0, "malformed error")
 
 
 class SessionStore:

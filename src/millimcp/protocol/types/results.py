@@ -24,7 +24,11 @@ class EmptyResult(Result, kw_only=True):
 
 
 class CacheableResult(Result, kw_only=True):
-    """A result with caching hints. Both are required, so both are always encoded."""
+    """A result with caching hints.
 
-    ttl_ms: int
-    cache_scope: CacheScope
+    The 2026-07-28 revision requires both and millimcp's server always sets them; servers of
+    the handshake era send neither, so a reply without them reads as None.
+    """
+
+    ttl_ms: int | None = None
+    cache_scope: CacheScope | None = None

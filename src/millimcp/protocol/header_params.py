@@ -1,11 +1,17 @@
-"""``x-mcp-header``: which tool arguments a client mirrors into ``Mcp-Param-*`` headers.
+"""``x-mcp-header``: tool arguments mirrored into ``Mcp-Param-*`` HTTP headers (sans-I/O).
 
-The rules are the 2026-07-28 Streamable HTTP binding's: the value is a non-empty HTTP token,
-unique among the tool's declarations ignoring case, on a property of type ``string``,
-``integer`` or ``boolean`` reached from the schema root through ``properties`` keys only
-(never through ``items``, ``oneOf``, ``$ref``, ``$defs``...). A tool that breaks any of them
-is invalid as a whole and is left out of ``tools/list`` (:func:`header_params` raises
-:class:`InvalidHeaderDeclaration`). Nothing here follows a ``$ref``.
+One rule set for both sides of the 2026-07-28 Streamable HTTP binding. A declaration is a
+non-empty HTTP token, unique among the tool's declarations ignoring case, on a property of
+type ``string``, ``integer`` or ``boolean`` reached from the schema root through
+``properties`` keys only (never through ``items``, ``oneOf``, ``$ref``, ``$defs``...).
+
+- The server marks parameters with :func:`declare` (``@server.tool(headers=...)``) or serves
+  a schema that carries the marks, reads them back with :func:`header_params` (which refuses
+  a tool that breaks a rule) and checks each call with :func:`check_param_headers`.
+- The client reads the declarations of each listed tool with :func:`header_params` (a tool
+  that breaks a rule is invalid as a whole and left out) and sends :func:`param_headers`.
+
+Nothing here follows a ``$ref``.
 """
 
 from __future__ import annotations
@@ -14,9 +20,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
-from millimcp.protocol import encode_header_value
+from millimcp.errors import InvalidHeaderDeclaration
+from millimcp.protocol.headers import McpHeaders, encode_header_value
 
-__all__ = ["HeaderParam", "InvalidHeaderDeclaration", "header_params", "param_headers"]
+__all__ = [
+    "HeaderParam",
+    "check_param_headers",
+    "declare",
+    "header_params",
+    "param_headers",
+    "value_at",
+]
 
 HeaderParam: TypeAlias = tuple[str, tuple[str, ...]]
 """(header name suffix, property path from the arguments object)."""
@@ -26,14 +40,23 @@ _PRIMITIVE: Final = frozenset({"string", "integer", "boolean"})
 _MAX_DEPTH: Final = 64
 
 
-class InvalidHeaderDeclaration(ValueError):
-    """A tool's ``x-mcp-header`` declarations break the spec's rules."""
+def declare(schema: dict[str, Any], headers: Mapping[str, str]) -> None:
+    """Mark top-level parameters of ``schema`` as mirrored: ``{parameter: header name}``.
+
+    The marks are checked by :func:`header_params`, which the caller runs next.
+    """
+    properties = schema.get("properties", {})
+    for param, header in headers.items():
+        prop = properties.get(param)
+        if not isinstance(prop, dict):
+            raise InvalidHeaderDeclaration(f"no parameter {param!r} to mirror in a header")
+        prop["x-mcp-header"] = header
 
 
 def header_params(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
     """The ``x-mcp-header`` declarations of an ``inputSchema``, checked.
 
-    Raises :class:`InvalidHeaderDeclaration` naming the first rule broken.
+    Raises :class:`~millimcp.errors.InvalidHeaderDeclaration` naming the first rule broken.
     """
     found: list[HeaderParam] = []
     _walk(schema, (), found, 0)
@@ -81,15 +104,21 @@ def _declaration(node: Mapping[str, Any], path: tuple[str, ...]) -> HeaderParam:
     return name, path[1::2]
 
 
+def value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The argument a declaration mirrors; None when it or a parent is absent or null."""
+    value: Any = arguments
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+        if value is None:
+            return None
+    return value
+
+
 def param_headers(params: tuple[HeaderParam, ...], arguments: Mapping[str, Any]) -> dict[str, str]:
     """``Mcp-Param-*`` headers for one call's arguments (absent or null values: no header)."""
     headers: dict[str, str] = {}
     for name, path in params:
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-            if value is None:
-                break
+        value = value_at(arguments, path)
         if value is None:
             continue
         if isinstance(value, bool):
@@ -100,3 +129,14 @@ def param_headers(params: tuple[HeaderParam, ...], arguments: Mapping[str, Any])
             continue
         headers[f"Mcp-Param-{name}"] = encode_header_value(text)
     return headers
+
+
+def check_param_headers(
+    params: tuple[HeaderParam, ...], arguments: Mapping[str, Any], headers: McpHeaders
+) -> None:
+    """Check one call's ``Mcp-Param-*`` headers against its arguments (the JSON values).
+
+    Raises :class:`~millimcp.errors.HeaderMismatch` (-32020) for a missing or different one.
+    """
+    for name, path in params:
+        headers.check_param(name, value_at(arguments, path))
