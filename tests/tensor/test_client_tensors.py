@@ -105,14 +105,14 @@ async def test_every_dtype_and_shape_round_trips(tensor_url: str, raw: bool) -> 
             assert torch.equal(back, tensor)
 
 
-async def test_the_handshake_era_uses_base64(tensor_url: str) -> None:
-    """millimcp's server drops a framed request's attachment in the handshake era (no
-    exchange in that era's context), so the client sends base64 there."""
+async def test_the_handshake_era_replies_raw(tensor_url: str) -> None:
+    """A handshake-era session that declared the extension in ``initialize`` gets raw tensor
+    replies, as a modern request does (the handshake context carries the attachments)."""
     async with Client.over_http(tensor_url, era="handshake") as client:
         assert client.era == "handshake"
         x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
         result = await client.call_tool("add", {"a": x, "b": x})
-        assert not is_raw(result)
+        assert is_raw(result)
         assert result.tensors is not None
         assert torch.equal(result.tensors["result"], x * 2)
 

@@ -172,8 +172,8 @@ class ToolEntry:
         started = clock() if record is not None else 0
         try:
             if self.tensors:
-                exchange = ctx.exchange
-                attachment = RequestAttachment(exchange.attachment if exchange else None)
+                attachments = ctx.attachments
+                attachment = RequestAttachment(attachments.request if attachments else None)
                 kwargs = self.args.decode(raw_arguments, attachment)
             else:
                 kwargs = self.args.decode(raw_arguments)
@@ -251,18 +251,18 @@ class ToolEntry:
 
 def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
     """Tensors raw in the reply's attachment when the peer takes them, else base64 blobs."""
-    exchange = ctx.exchange
+    attachments = ctx.attachments
     raw = (
-        exchange is not None
-        and not exchange.streaming
+        attachments is not None
+        and attachments.can_reply
         and peer_accepts(ctx.client_capabilities.extensions)
     )
     content, attachment = encode_result(value, raw)
-    if exchange is not None:
+    if attachments is not None:
         if attachment is not None:
-            exchange.reply_attachment = attachment
+            attachments.reply = attachment
         else:
-            exchange.incompressible = True  # base64 of binary numbers: compression gains little
+            attachments.compressible = False  # base64 of binary numbers: compression gains little
     return CallToolResult(content=content)
 
 

@@ -13,7 +13,7 @@ returns its answer. Handlers must therefore do their side effects after their in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -39,9 +39,8 @@ from millimcp.protocol.types import (
     Root,
     SamplingMessage,
 )
-from millimcp.transports.http import Exchange
 
-__all__ = ["Context", "InputRequired"]
+__all__ = ["Attachments", "Context", "InputRequired"]
 
 _LEVELS: Final[dict[str, int]] = {
     name: rank
@@ -58,6 +57,37 @@ _CAPABILITY_OF: Final = {
 
 Emit = Callable[[bytes], Awaitable[None]]
 Ask = Callable[[InputRequest], Awaitable[msgspec.Raw]]
+
+
+class _Reply(Protocol):
+    """What :class:`Attachments` needs to know of the reply under way."""
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the reply turned into an event stream (no attachment can follow then)."""
+        ...
+
+
+class Attachments(msgspec.Struct, eq=False):
+    """The binary side channel of one request (``dev.millimcp/tensor``), transport-neutral.
+
+    The HTTP fronts fill it in both eras; other transports leave ``Context.attachments`` None
+    (a tool then sends tensors as base64). A handler reads :attr:`request` and sets
+    :attr:`reply` or :attr:`compressible`; the front reads them off the outcome of the request.
+    """
+
+    request: memoryview | None = None
+    """The request's attachment (a writable view of the body, not copied), if it had one."""
+    reply: list[Any] | None = None
+    """Buffers to send after the JSON reply, in the extension's framing (set by a handler)."""
+    compressible: bool = True
+    """False when the reply will not compress (base64 of binary numbers): sent as it is."""
+    _reply: _Reply | None = None
+
+    @property
+    def can_reply(self) -> bool:
+        """Whether the reply can still carry an attachment (it is not an event stream yet)."""
+        return self._reply is not None and not self._reply.streaming
 
 
 class InputRequired(Exception):
@@ -93,9 +123,10 @@ class Context(msgspec.Struct, eq=False):
     """How to ask the client directly (handshake era); None: ask through MRTR."""
     session: Any = None
     """The handshake-era :class:`~millimcp.session.sessions.Session`; None when modern."""
-    exchange: Exchange | None = None
-    """The HTTP exchange (None on other transports): its request attachment and reply
-    attachment carry tensors under ``dev.millimcp/tensor``."""
+    attachments: Attachments | None = None
+    """Binary attachments of the request and its reply (HTTP, either era); None elsewhere."""
+    lifespan: Any = None
+    """What the server's lifespan yielded (``Server(lifespan=...)``), for every handler."""
 
     @property
     def protocol_version(self) -> str | None:

@@ -61,7 +61,7 @@ from millimcp.protocol.types import (
     RequestParams,
     SetLevelParams,
 )
-from millimcp.session.context import Context, Emit, InputRequired
+from millimcp.session.context import Attachments, Context, Emit, InputRequired
 from millimcp.session.disconnects import DisconnectSweeper
 from millimcp.session.handshake import HandshakeHttp
 from millimcp.session.sessions import SessionConfig, SessionStore
@@ -164,7 +164,7 @@ class Dispatcher:
                 headers.check_version(version)
             check_modern_version(version)
             ctx = self.modern_context(request_id, method, params, route, exchange.emit, headers)
-            ctx.exchange = exchange  # issue 7: tools reach the request/reply attachments
+            ctx.attachments = Attachments(exchange.attachment, _reply=exchange)
             if t0:  # observe: decode ends, the handler's stages begin
                 exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         except ProtocolError as exc:
@@ -212,6 +212,10 @@ class Dispatcher:
             await exchange.send_event(data)
             await exchange.end_stream()
         else:
+            attachments = ctx.attachments
+            if attachments is not None:
+                exchange.reply_attachment = attachments.reply
+                exchange.incompressible = not attachments.compressible
             await exchange.reply(status, data, extra)
         if record is not None:  # observe: the request is done
             TRACE.end(record)

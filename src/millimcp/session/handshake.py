@@ -44,7 +44,7 @@ from millimcp.protocol.types import (
     InputRequest,
     RequestMeta,
 )
-from millimcp.session.context import Context
+from millimcp.session.context import Attachments, Context
 from millimcp.session.sessions import EventStream, Session
 from millimcp.transports.http import Exchange
 
@@ -117,6 +117,7 @@ class HandshakeHttp:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
         ctx = Context(request_id, method, meta, None, None, None, headers, session=session)
+        ctx.attachments = Attachments(exchange.attachment, _reply=exchange)
         await self._serve(route, params, ctx, session, exchange, extra)
         if session is not None and exchange.disconnected:
             self.store.end(session.id or "")
@@ -165,6 +166,7 @@ class HandshakeHttp:
         reply = _StreamReply(session, exchange, self.config.retry_ms)
         ctx = handshake_context(request_id, method, params, session, reply.emit, reply.ask)
         ctx.headers = headers
+        ctx.attachments = Attachments(exchange.attachment, _reply=exchange)
         if t0:  # observe: decode ends, the handler's stages begin
             exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
         await self._serve(route, params, ctx, session, exchange, None, reply)
@@ -219,6 +221,10 @@ class HandshakeHttp:
             await exchange.send_event(data, stream.event_id(seq))
             await exchange.end_stream()
         else:
+            attachments = ctx.attachments
+            if attachments is not None:
+                exchange.reply_attachment = attachments.reply
+                exchange.incompressible = not attachments.compressible
             await exchange.reply(status, data, more if extra is None else extra)
         if record is not None:  # observe: the request is done
             TRACE.end(record)
