@@ -31,9 +31,11 @@
     ├── TensorFormatError               tensor bytes or header malformed or over a cap
     │                                   (also a ValueError)
     └── ConfigurationError              a server or client set up wrongly (at start, not per call)
-        └── InvalidHeaderDeclaration    a tool's ``x-mcp-header`` declarations break the spec's
-                                        rules (the server refuses to register it, the client
-                                        leaves it out of ``tools/list``)
+        ├── InvalidHeaderDeclaration    a tool's ``x-mcp-header`` declarations break the spec's
+        │                               rules (the server refuses to register it, the client
+        │                               leaves it out of ``tools/list``)
+        └── MissingExtra                an optional dependency is not installed: names the
+                                        ``pip install 'millimcp[extra]'`` (also an ImportError)
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
 and which HTTP status the Streamable HTTP binding gives it.
@@ -56,6 +58,7 @@ __all__ = [
     "InvalidRequest",
     "MethodNotFound",
     "MillimcpError",
+    "MissingExtra",
     "MissingClientCapability",
     "NotSent",
     "Overloaded",
@@ -244,6 +247,22 @@ class ConfigurationError(MillimcpError):
 
 class InvalidHeaderDeclaration(ConfigurationError):
     """A tool's ``x-mcp-header`` declarations break the 2026-07-28 HTTP binding's rules."""
+
+
+class MissingExtra(ConfigurationError, ImportError):
+    """What was asked for needs an optional dependency that is not installed.
+
+    The message is one line a user can act on: what needed it and the ``pip install`` line.
+    """
+
+    def __init__(self, extra: str, what: str, missing: str | None = None) -> None:
+        because = f" ({missing} is not installed)" if missing else ""
+        super().__init__(
+            f"{what} needs the {extra!r} extra{because}: pip install 'millimcp[{extra}]'"
+        )
+        self.extra = extra
+        self.what = what
+        self.missing = missing
 
 
 def error_from_code(code: int, message: str, data: Any = None) -> ProtocolError:

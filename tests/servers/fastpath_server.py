@@ -1,4 +1,6 @@
-"""The server of tests/http/test_fastpath.py: backpressure, timeouts, offloading, big results."""
+"""The server of tests/integration/http/test_fastpath.py.
+
+Backpressure, timeouts, offloading, big results."""
 
 from __future__ import annotations
 

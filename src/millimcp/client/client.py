@@ -417,8 +417,7 @@ class Client:
         )
         return GetPromptResult(
             messages=[
-                PromptMessage(role=m.role, content=narrow_block(m.content))
-                for m in result.messages
+                PromptMessage(role=m.role, content=narrow_block(m.content)) for m in result.messages
             ],
             description=result.description,
             meta=result.meta,

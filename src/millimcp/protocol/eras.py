@@ -1,0 +1,150 @@
+"""Which era a request belongs to, and the checks that era makes (sans-I/O).
+
+The 2026-07-28 revision is stateless: every request carries its version, the client's
+capabilities and identity in ``_meta`` (and, over HTTP, the version in
+``MCP-Protocol-Version``). The handshake era (2025-11-25 and earlier) opens a session with
+``initialize``; over HTTP the session has an id (``Mcp-Session-Id``), over stdio it is the
+connection. One endpoint serves both, and this module is the one place that tells them apart:
+
+============================  ===========================================================
+HTTP POST                     era
+============================  ===========================================================
+``Mcp-Session-Id`` present    handshake (a request within a session)
+``_meta`` names a version,    modern
+or the header is a modern
+version
+anything else                 handshake (``initialize``, or a sessionless request that the
+                              handshake front answers or refuses)
+============================  ===========================================================
+
+==============================================  ==========================================
+a line (stdio)                                  era
+==============================================  ==========================================
+``initialize``, or a method only the handshake  handshake (``ping`` is answered before
+era has (``ping``, ``logging/setLevel``...)     ``initialize``, the rest needs it)
+``_meta`` names a version                       modern
+anything else                                   handshake
+==============================================  ==========================================
+
+After the era come its checks. A modern request: :func:`check_modern_method` (the method is
+in the era), :func:`check_modern_meta` (``_meta`` is complete), :func:`check_modern_version`
+(the version is served); over HTTP the header checks go between them (the order of checks is
+the HTTP front's, in ``millimcp.session.http_modern``). The handshake era:
+:func:`negotiate_handshake` and :func:`check_handshake_version`.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+from millimcp.errors import InvalidParams, MethodNotFound, UnsupportedProtocolVersion
+from millimcp.protocol.methods import METHODS
+from millimcp.protocol.types import RequestMeta
+from millimcp.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
+
+__all__ = [
+    "HANDSHAKE",
+    "MODERN",
+    "Era",
+    "check_handshake_version",
+    "check_modern_meta",
+    "check_modern_method",
+    "check_modern_version",
+    "classify_http",
+    "classify_line",
+    "is_handshake_version",
+    "negotiate_handshake",
+    "without_result_type",
+]
+
+Era: TypeAlias = Literal["modern", "handshake"]
+MODERN: Final = "modern"
+HANDSHAKE: Final = "handshake"
+
+_MODERN: Final = frozenset(MODERN_VERSIONS)
+_LEGACY: Final = frozenset(LEGACY_VERSIONS)
+
+
+def classify_http(
+    meta_version: str | None, header_version: str | None, session_id: str | None = None
+) -> Era:
+    """The era of an HTTP POST: ``_meta``'s version, ``MCP-Protocol-Version``, the session."""
+    if session_id is not None:
+        return HANDSHAKE
+    if meta_version is not None or header_version in _MODERN:
+        return MODERN
+    return HANDSHAKE
+
+
+def classify_line(method: str, meta_version: str | None) -> Era:
+    """The era of a request on a line-framed connection (stdio)."""
+    if meta_version is None or METHODS[method].era == "legacy":
+        return HANDSHAKE
+    return MODERN
+
+
+def check_modern_method(method: str) -> None:
+    """-32601 for a method that only the handshake era has."""
+    if METHODS[method].era == "legacy":
+        raise MethodNotFound(f"Method not found: {method}")
+
+
+def check_modern_meta(meta: RequestMeta | None) -> str:
+    """-32602 unless ``_meta`` carries the version and the client's capabilities; the version."""
+    if meta is None or meta.protocol_version is None or meta.client_capabilities is None:
+        raise InvalidParams(
+            "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+            "and io.modelcontextprotocol/clientCapabilities"
+        )
+    return meta.protocol_version
+
+
+def check_modern_version(version: str | None) -> None:
+    """-32022 for a version this server does not serve."""
+    if version not in _MODERN:
+        raise UnsupportedProtocolVersion(
+            "Unsupported protocol version",
+            {"supported": list(MODERN_VERSIONS), "requested": version},
+        )
+
+
+def negotiate_handshake(requested: str, enabled: bool = True) -> str:
+    """The version ``initialize`` agrees on: the client's if served, else our latest.
+
+    ``enabled=False`` (a server of the stateless revisions only) refuses with -32022.
+    """
+    if not enabled:
+        raise UnsupportedProtocolVersion(
+            "Unsupported protocol version: this server speaks only the stateless "
+            f"revisions {', '.join(MODERN_VERSIONS)} (send server/discover)",
+            {"supported": list(MODERN_VERSIONS), "requested": requested},
+        )
+    return requested if requested in _LEGACY else LEGACY_VERSIONS[0]
+
+
+def check_handshake_version(version: str | None) -> None:
+    """A handshake-era request's ``MCP-Protocol-Version``, when it sends one, is one of ours."""
+    if version is not None and version not in _LEGACY:
+        raise UnsupportedProtocolVersion(
+            "Bad Request: unsupported MCP-Protocol-Version",
+            {"supported": list(LEGACY_VERSIONS), "requested": version},
+        )
+
+
+def is_handshake_version(version: str | None) -> bool:
+    return version in _LEGACY
+
+
+_RESULT_TYPE: Final = b'"result":{"resultType":"complete",'
+
+
+def without_result_type(data: bytes) -> bytes:
+    """A reply for a handshake-era client, which does not know ``resultType``.
+
+    ``resultType`` is the results' struct tag, so msgspec always writes it first: it is found
+    within the first bytes of an encoded reply or not at all.
+    """
+    at = data.find(_RESULT_TYPE, 0, 256)
+    if at < 0:
+        return data
+    return data[:at] + b'"result":{' + data[at + len(_RESULT_TYPE) :]

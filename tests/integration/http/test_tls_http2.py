@@ -1,0 +1,177 @@
+"""TLS (with session resumption) and HTTP/2 over real servers, with trustme certificates.
+
+uvicorn: TLS with HTTP/1.1. granian: TLS with HTTP/2 chosen by ALPN, and cleartext h2c with
+prior knowledge; the client is httpx with the h2 package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import trustme
+from cryptography.hazmat.primitives import serialization
+
+from tests.conftest import ROOT, free_port, start_server, stop_server
+from tests.integration.http.conftest import body_for, headers_for
+
+TARGET = "tests.servers.fastpath_server:server"
+
+
+class Tls:
+    def __init__(self, folder: Path) -> None:
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1", "localhost")
+        self.certfile = folder / "cert.pem"
+        self.keyfile = folder / "key.pem"
+        self.certfile.write_bytes(b"".join(pem.bytes() for pem in cert.cert_chain_pems))
+        key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), None)
+        self.keyfile.write_bytes(  # PKCS#8: granian reads no other key format
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        self.context = ssl.create_default_context()
+        ca.configure_trust(self.context)
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
+    return Tls(tmp_path_factory.mktemp("tls"))
+
+
+def serve(*options: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    args = ["-m", "millimcp", "serve", TARGET, "--port", str(port), *options]
+    return start_server(args, port), port
+
+
+@pytest.fixture(scope="module")
+def uvicorn_tls(tls: Tls) -> Iterator[int]:
+    process, port = serve("--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile))
+    yield port
+    stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def granian_tls(tls: Tls) -> Iterator[int]:
+    process, port = serve(
+        "--http", "granian", "--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)
+    )
+    yield port
+    stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def granian_plain() -> Iterator[int]:
+    process, port = serve("--http", "granian")
+    yield port
+    stop_server(process)
+
+
+def echo(text: str, request_id: int = 1) -> dict[str, object]:
+    return {
+        "content": body_for(
+            "tools/call", {"name": "echo", "arguments": {"text": text}}, request_id
+        ),
+        "headers": headers_for("tools/call", "echo"),
+    }
+
+
+async def twenty_calls(client: httpx.AsyncClient, url: str) -> set[str]:
+    """20 concurrent calls; the HTTP versions they went over."""
+    responses = await asyncio.gather(*(client.post(url, **echo(f"n{n}", n)) for n in range(20)))
+    for n, response in enumerate(responses):
+        assert response.status_code == 200
+        assert response.json()["result"]["content"][0]["text"] == f"n{n}"
+    return {response.http_version for response in responses}
+
+
+def resumed(port: int, context: ssl.SSLContext) -> tuple[str | None, bool]:
+    """Connect, make a call, reconnect with the session: (TLS version, was it resumed)."""
+
+    def connect(session: ssl.SSLSession | None) -> ssl.SSLSocket:
+        sock = context.wrap_socket(
+            socket.create_connection(("127.0.0.1", port), timeout=10),
+            server_hostname="127.0.0.1",
+            session=session,
+        )
+        body = body_for("tools/call", {"name": "echo", "arguments": {"text": "resume"}}).encode()
+        headers = "".join(f"{k}: {v}\r\n" for k, v in headers_for("tools/call", "echo").items())
+        sock.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")  # TLS 1.3 tickets arrive by now
+        return sock
+
+    first = connect(None)
+    session, version = first.session, first.version()
+    first.close()
+    second = connect(session)
+    reused = second.session_reused
+    second.close()
+    return version, reused
+
+
+async def test_uvicorn_serves_tls_with_http1(uvicorn_tls: int, tls: Tls) -> None:
+    url = f"https://127.0.0.1:{uvicorn_tls}/mcp"
+    async with httpx.AsyncClient(verify=tls.context, http2=True, timeout=30) as client:
+        assert await twenty_calls(client, url) == {"HTTP/1.1"}  # no h2 in uvicorn: ALPN falls back
+    with pytest.raises(httpx.ConnectError):  # an untrusted client refuses the certificate
+        async with httpx.AsyncClient(timeout=30) as client:
+            await client.post(url, **echo("x"))
+
+
+def test_uvicorn_resumes_tls_sessions(uvicorn_tls: int, tls: Tls) -> None:
+    version, reused = resumed(uvicorn_tls, tls.context)
+    assert version == "TLSv1.3"
+    assert reused
+
+
+async def test_granian_serves_http2_over_tls(granian_tls: int, tls: Tls) -> None:
+    url = f"https://127.0.0.1:{granian_tls}/mcp"
+    limits = httpx.Limits(max_connections=1)  # 20 calls in flight on one connection
+    async with httpx.AsyncClient(
+        verify=tls.context, http2=True, limits=limits, timeout=30
+    ) as client:
+        assert await twenty_calls(client, url) == {"HTTP/2"}
+    async with httpx.AsyncClient(verify=tls.context, timeout=30) as client:
+        assert await twenty_calls(client, url) == {"HTTP/1.1"}  # ALPN: a client without h2
+
+
+def test_granian_resumes_tls_sessions(granian_tls: int, tls: Tls) -> None:
+    version, reused = resumed(granian_tls, tls.context)
+    assert version == "TLSv1.3"
+    assert reused
+
+
+async def test_granian_serves_h2c_with_prior_knowledge(granian_plain: int) -> None:
+    url = f"http://127.0.0.1:{granian_plain}/mcp"
+    async with httpx.AsyncClient(http1=False, http2=True, timeout=30) as client:
+        assert await twenty_calls(client, url) == {"HTTP/2"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        assert await twenty_calls(client, url) == {"HTTP/1.1"}
+
+
+def test_certfile_and_keyfile_go_together(tls: Tls) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "millimcp", "serve", TARGET, "--certfile", str(tls.certfile)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "--certfile and --keyfile go together" in proc.stderr
