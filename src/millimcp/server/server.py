@@ -48,6 +48,7 @@ from millimcp.protocol.types import (
     RequestParams,
     ResourceUpdatedParams,
     ServerCapabilities,
+    SetLevelParams,
     SubscribeParams,
     SubscriptionFilter,
     SubscriptionsAcknowledgedParams,
@@ -59,7 +60,7 @@ from millimcp.server.offload import new_process_pool, stop_process_pool
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
-from millimcp.session import Context, Dispatcher, RequestHandler, Session
+from millimcp.session import Context, HttpEndpoint, Mrtr, RequestHandler, Router, Session
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
 from millimcp.tensor.extension import capability as tensor_capability
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
@@ -115,7 +116,7 @@ class Server:
         self._listeners: set[_Listener] = set()
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
         """Handshake-era sessions, told about list changes and subscribed resources."""
-        self._dispatchers: list[Dispatcher] = []
+        self._endpoints: list[HttpEndpoint] = []
         self._lists: dict[str, list[msgspec.Raw]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._cache: CacheStore | None = None
@@ -357,7 +358,7 @@ class Server:
         )
 
     def handlers(self) -> dict[str, RequestHandler]:
-        """The method table this server answers, for a :class:`Dispatcher`."""
+        """The method table this server answers, for a :class:`~millimcp.session.Router`."""
         return {
             "server/discover": self._discover,
             "tools/list": self._lister("tools", ListToolsResult, "tools"),
@@ -374,12 +375,19 @@ class Server:
             "initialize": self._initialize,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
+            "ping": _ping,
+            "logging/setLevel": _set_level,
         }
 
-    def dispatcher(self) -> Dispatcher:
-        dispatcher = Dispatcher(self.handlers(), self.sealer, sessions=self.config.sessions)
-        self._dispatchers.append(dispatcher)
-        return dispatcher
+    def router(self) -> Router:
+        """A router over this server's method table (each transport front runs on one)."""
+        return Router(self.handlers(), Mrtr(self.sealer))
+
+    def endpoint(self) -> HttpEndpoint:
+        """The Streamable HTTP message handler (both eras) of a new ASGI app."""
+        endpoint = HttpEndpoint(self.router(), self.config.sessions)
+        self._endpoints.append(endpoint)
+        return endpoint
 
     def asgi(self, *, path: str | None = "/mcp", http: HttpConfig | None = None) -> Any:
         """A plain ASGI app serving this server's MCP endpoint at ``path``.
@@ -396,14 +404,14 @@ class Server:
             install()
         metrics_path = self.config.metrics_path
         if metrics_path is None:
-            return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+            return StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
         from millimcp.observe.prometheus import MetricsApp, probed
 
         if path is None:  # every path is the endpoint's: the metrics go in front
-            app = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
+            app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
             return MetricsApp(app, metrics_path)
         # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
-        app = StreamableHTTPApp(self.dispatcher(), config, lifespan=probed(self.running))
+        app = StreamableHTTPApp(self.endpoint(), config, lifespan=probed(self.running))
         app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
 
@@ -431,10 +439,11 @@ class Server:
         from millimcp.session import LineConnection
         from millimcp.transports.stdio import serve_stdio
 
-        dispatcher = self.dispatcher()
+        router = self.router()
+        sessions = self.config.sessions
         async with self.running():
             return await serve_stdio(
-                lambda write: LineConnection(dispatcher, write), config, **pipes
+                lambda write: LineConnection(router, write, sessions), config, **pipes
             )
 
     @contextlib.asynccontextmanager
@@ -457,8 +466,8 @@ class Server:
             with contextlib.suppress(asyncio.QueueFull):
                 listener.queue.put_nowait(_CLOSED)
         self._listeners.clear()
-        for dispatcher in self._dispatchers:
-            dispatcher.close()
+        for endpoint in self._endpoints:
+            endpoint.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
@@ -690,3 +699,13 @@ def _decode_cursor(cursor: str) -> int:
     except (ValueError, binascii.Error, UnicodeError):
         pass
     raise InvalidParams("Invalid params: unknown cursor", {"cursor": cursor})
+
+
+async def _ping(params: RequestParams, ctx: Context) -> LegacyEmptyResult:
+    return LegacyEmptyResult()
+
+
+async def _set_level(params: SetLevelParams, ctx: Context) -> LegacyEmptyResult:
+    if ctx.session is not None:
+        ctx.session.set_log_level(params.level)
+    return LegacyEmptyResult()
