@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import enum
 import os
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from millimcp.cache import CacheStore
 from millimcp.protocol import RequestStateSealer
@@ -40,6 +41,13 @@ __all__ = ["Server"]
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], contextlib.AbstractAsyncContextManager[Any]]
 """``lifespan(server)``: an async context manager around the server's life."""
+
+
+class _Unset(enum.Enum):
+    PATH = "path"
+
+    def __repr__(self) -> str:
+        return "<http.path, else '/mcp'>"
 
 
 class Server:
@@ -251,13 +259,22 @@ class Server:
         self._dispatchers.append(dispatcher)
         return dispatcher
 
-    def asgi(self, *, path: str | None = "/mcp", http: HttpConfig | None = None) -> Any:
+    def asgi(
+        self,
+        *,
+        path: str | Literal[_Unset.PATH] | None = _Unset.PATH,
+        http: HttpConfig | None = None,
+    ) -> Any:
         """A plain ASGI app serving this server's MCP endpoint at ``path``.
 
-        Mounted inside Starlette or FastAPI (``Mount("/api", app=server.asgi())``) it answers
-        at ``/api/mcp``; ``path=None`` answers on any path and leaves routing to the host app.
+        The endpoint's path is ``path`` when it is given, else ``http.path``, else ``/mcp``:
+        given both, ``path`` wins. Mounted inside Starlette or FastAPI
+        (``Mount("/api", app=server.asgi())``) it answers at ``/api/mcp``; ``path=None``
+        answers on any path and leaves routing to the host app.
         """
-        config = HttpConfig(path=path) if http is None else dataclasses.replace(http, path=path)
+        config = http or HttpConfig()
+        if path is not _Unset.PATH:
+            config = dataclasses.replace(config, path=path)
         if self.config.server_timing and not config.server_timing:
             config = dataclasses.replace(config, server_timing=True)
         if self.config.opentelemetry:
@@ -269,7 +286,7 @@ class Server:
             return StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
         from millimcp.observe.prometheus import MetricsApp, probed
 
-        if path is None:  # every path is the endpoint's: the metrics go in front
+        if config.path is None:  # every path is the endpoint's: the metrics go in front
             app = StreamableHTTPApp(self.dispatcher(), config, lifespan=self.running)
             return MetricsApp(app, metrics_path)
         # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
