@@ -40,7 +40,8 @@ __all__ = ["Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], contextlib.AbstractAsyncContextManager[Any]]
-"""``lifespan(server)``: an async context manager around the server's life."""
+"""``lifespan(server)``: an async context manager around the server's life; what it yields
+reaches every handler as ``ctx.lifespan``."""
 
 
 class _Unset(enum.Enum):
@@ -51,7 +52,11 @@ class _Unset(enum.Enum):
 
 
 class Server:
-    """An MCP server: register tools, resources and prompts, then serve ``asgi()``."""
+    """An MCP server: register tools, resources and prompts, then serve ``asgi()``.
+
+    ``lifespan(server)`` runs around the server's life (``running()``): what it yields is
+    ``ctx.lifespan`` in every tool, resource, prompt and completion handler.
+    """
 
     def __init__(
         self,
@@ -326,15 +331,18 @@ class Server:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The server's lifespan: the user's lifespan, then :meth:`close` and the cache's
-        shutdown."""
+        """The server's lifespan: the user's lifespan (what it yields is ``ctx.lifespan`` in
+        the handlers meanwhile), then :meth:`close` and the cache's shutdown."""
+        methods = self._methods
         try:
             if self._lifespan is not None:
-                async with self._lifespan(self):
+                async with self._lifespan(self) as value:
+                    methods.lifespan = value
                     yield
             else:
                 yield
         finally:
+            methods.lifespan = None
             self.close()
             if self._cache is not None:
                 await self._cache.close()
