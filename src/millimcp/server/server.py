@@ -15,14 +15,14 @@ import contextlib
 import dataclasses
 import enum
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
-from millimcp.cache import CacheStore
+from millimcp.cache import Cache, CacheStore
 from millimcp.protocol import RequestStateSealer
-from millimcp.protocol.types import CacheScope, Implementation, ServerCapabilities
-from millimcp.resilience import InFlightLimiter
+from millimcp.protocol.types import CacheScope, Implementation, ServerCapabilities, ToolAnnotations
+from millimcp.resilience import ConcurrencyLimit, InFlightLimiter
 from millimcp.server.config import ServerConfig
 from millimcp.server.methods import Methods
 from millimcp.server.notify import Notifier
@@ -128,15 +128,42 @@ class Server:
 
     # -- registration ---------------------------------------------------------------------
 
-    def tool(self, name: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Register a tool. Its input schema comes from the type hints of its parameters.
+    @overload
+    def tool(self, fn: F, /) -> F: ...
 
-        A typed return (struct, dataclass, TypedDict, pydantic model, dict/list/number) gives
-        an ``outputSchema`` and ``structuredContent``; a ``str`` return is text; content
-        blocks are sent as they are. Sync functions run on the server's thread pool. The
-        keywords are the fields of :class:`~millimcp.server.options.ToolOptions` (what each
-        does is documented there); ``timeout=None`` takes ``ServerConfig.tool_timeout_s``.
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        timeout: float | None = None,
+        structured: bool | None = None,
+        text_mirror: bool = True,
+        meta: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        cache: Cache | None = None,
+        invalidates: Sequence[str] = (),
+        concurrency: ConcurrencyLimit | None = None,
+        executor: Literal["thread", "process"] = "thread",
+    ) -> Callable[[F], F]: ...
+
+    def tool(self, name: Any = None, **options: Any) -> Any:
+        """Register a tool: ``@server.tool``, ``server.tool(fn)``, ``@server.tool("name")`` or
+        ``@server.tool(name=..., **options)``; returns the function itself.
+
+        Its input schema comes from the type hints of its parameters. A typed return (struct,
+        dataclass, TypedDict, pydantic model, dict/list/number) gives an ``outputSchema`` and
+        ``structuredContent``; a ``str`` return is text; content blocks are sent as they are.
+        Sync functions run on the server's thread pool. The keywords are the fields of
+        :class:`~millimcp.server.options.ToolOptions` (what each does is documented there);
+        ``timeout=None`` takes ``ServerConfig.tool_timeout_s``.
         """
+        if callable(name):
+            return self._add_tool(name, ToolOptions(**options))
         tool_options = ToolOptions(name=name, **options)
 
         def register(fn: F) -> F:
@@ -196,6 +223,10 @@ class Server:
         kind = "resources" if uri in self._registries["resources"] else "templates"
         self._registries[kind].remove(uri)
 
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
     def prompt(
         self,
         name: str | None = None,
@@ -203,14 +234,25 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a prompt; its parameters are its (string) arguments, a parameter
-        annotated ``Context`` gets the request's context."""
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: Any = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        argument_descriptions: dict[str, str] | None = None,
+    ) -> Any:
+        """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
+        ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
+        its (string) arguments, a parameter annotated ``Context`` gets the request's context.
+        """
 
         def register(fn: F) -> F:
             entry = PromptEntry(
                 fn,
-                name=name,
+                name=None if callable(name) else name,
                 title=title,
                 description=description,
                 argument_descriptions=argument_descriptions,
@@ -218,14 +260,21 @@ class Server:
             self._registries["prompts"].add(entry.name, entry)
             return fn
 
-        return register
+        return register(name) if callable(name) else register
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt (``KeyError`` when there is none) and announce the change."""
         self._registries["prompts"].remove(name)
 
-    def completion(self) -> Callable[[F], F]:
-        """Register the completion handler: ``fn(ref, argument, context) -> list[str]``.
+    @overload
+    def completion(self, fn: F, /) -> F: ...
+
+    @overload
+    def completion(self) -> Callable[[F], F]: ...
+
+    def completion(self, fn: Any = None) -> Any:
+        """Register the completion handler: ``fn(ref, argument, context) -> list[str]``, as
+        ``@server.completion``, ``@server.completion()`` or ``server.completion(fn)``.
 
         ``ref`` is a :class:`~millimcp.protocol.types.CompletionRef`, ``argument`` a
         :class:`~millimcp.protocol.types.CompleteArgument`, ``context`` a dict of the other
@@ -237,7 +286,7 @@ class Server:
             self._methods.set_completer(completer)
             return completer
 
-        return register
+        return register if fn is None else register(fn)
 
     # -- notifications ----------------------------------------------------------------------
 
