@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -72,9 +73,16 @@ async def _within(seconds: float, call: Coroutine[Any, Any, Any]) -> Any:
 
 
 def context_parameter(fn: Callable[..., Any]) -> str | None:
-    """The name of ``fn``'s parameter annotated ``Context`` (or ``"Context"``), or None."""
+    """The name of ``fn``'s parameter annotated ``Context`` (or a subclass), or None.
+
+    String annotations are resolved as ``typing.get_type_hints`` does; where a name cannot be
+    resolved, the annotation is read as written (``"Context"`` still counts)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (AttributeError, NameError, SyntaxError, TypeError):
+        hints = {}
     for name, param in inspect.signature(fn).parameters.items():
-        annotation = param.annotation
+        annotation = hints.get(name, param.annotation)
         if annotation == "Context" or (
             isinstance(annotation, type) and issubclass(annotation, Context)
         ):
