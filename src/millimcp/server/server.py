@@ -74,21 +74,28 @@ class Server:
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
         changed = self._notifier.list_changed
+        self._tool_registry = Registry[ToolEntry]("tools", page_size, changed)
+        self._prompt_registry = Registry[PromptEntry]("prompts", page_size, changed)
+        self._resource_registry = Registry[ResourceEntry]("resources", page_size, changed)
+        self._template_registry = Registry[ResourceEntry]("templates", page_size, changed)
         self._registries: dict[str, Registry[Any]] = {
-            "tools": Registry[ToolEntry]("tools", page_size, changed),
-            "prompts": Registry[PromptEntry]("prompts", page_size, changed),
-            "resources": Registry[ResourceEntry]("resources", page_size, changed),
-            "templates": Registry[ResourceEntry]("templates", page_size, changed),
+            registry.kind: registry
+            for registry in (
+                self._tool_registry,
+                self._prompt_registry,
+                self._resource_registry,
+                self._template_registry,
+            )
         }
         self._pools = Pools(self.config.sync_workers, self.config.process_workers)
         self._methods = Methods(
             Implementation(name=name, version=version, title=title, website_url=website_url),
             instructions,
             self.config,
-            tools=self._registries["tools"],
-            prompts=self._registries["prompts"],
-            resources=self._registries["resources"],
-            templates=self._registries["templates"],
+            tools=self._tool_registry,
+            prompts=self._prompt_registry,
+            resources=self._resource_registry,
+            templates=self._template_registry,
             notifier=self._notifier,
             pools=self._pools,
         )
@@ -101,11 +108,10 @@ class Server:
         self.sealer = RequestStateSealer(key, ttl=self.config.state_ttl_s)
 
     def __repr__(self) -> str:
-        registries = self._registries
         return (
-            f"<Server {self.info.name!r} tools={len(registries['tools'])} "
-            f"resources={len(registries['resources']) + len(registries['templates'])} "
-            f"prompts={len(registries['prompts'])} listeners={len(self._notifier)}>"
+            f"<Server {self.info.name!r} tools={len(self._tool_registry)} "
+            f"resources={len(self._resource_registry) + len(self._template_registry)} "
+            f"prompts={len(self._prompt_registry)} listeners={len(self._notifier)}>"
         )
 
     @property
@@ -176,12 +182,12 @@ class Server:
             options = dataclasses.replace(options, timeout=self.config.tool_timeout_s)
         needs_store = options.cache is not None or bool(options.invalidates)
         entry = ToolEntry(fn, options, store=self.cache if needs_store else None)
-        self._registries["tools"].add(entry.name, entry)
+        self._tool_registry.add(entry.name, entry)
         return fn
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (``KeyError`` when there is none) and announce the change."""
-        self._registries["tools"].remove(name)
+        self._tool_registry.remove(name)
 
     def resource(
         self,
@@ -211,8 +217,10 @@ class Server:
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
             )
-            kind = "resources" if entry.template is None else "templates"
-            self._registries[kind].add(uri, entry)
+            registry = (
+                self._resource_registry if entry.template is None else self._template_registry
+            )
+            registry.add(uri, entry)
             return fn
 
         return register
@@ -220,8 +228,10 @@ class Server:
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or a template by its ``uri`` (``KeyError`` when there is
         none) and announce the change."""
-        kind = "resources" if uri in self._registries["resources"] else "templates"
-        self._registries[kind].remove(uri)
+        if uri in self._resource_registry:
+            self._resource_registry.remove(uri)
+        else:
+            self._template_registry.remove(uri)
 
     @overload
     def prompt(self, fn: F, /) -> F: ...
@@ -257,14 +267,14 @@ class Server:
                 description=description,
                 argument_descriptions=argument_descriptions,
             )
-            self._registries["prompts"].add(entry.name, entry)
+            self._prompt_registry.add(entry.name, entry)
             return fn
 
         return register(name) if callable(name) else register
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt (``KeyError`` when there is none) and announce the change."""
-        self._registries["prompts"].remove(name)
+        self._prompt_registry.remove(name)
 
     @overload
     def completion(self, fn: F, /) -> F: ...
@@ -426,11 +436,11 @@ class Server:
 
     @property
     def _tools(self) -> dict[str, ToolEntry]:
-        return self._registries["tools"].entries
+        return self._tool_registry.entries
 
     @property
     def _tool_limiters(self) -> dict[str, InFlightLimiter]:
-        tools = self._registries["tools"].entries
+        tools = self._tool_registry.entries
         return {name: e.limiter for name, e in tools.items() if e.limiter is not None}
 
     @property
