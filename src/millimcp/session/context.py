@@ -4,7 +4,7 @@ Input from the client (elicitation, sampling, roots) is one call for the handler
 eras. In the handshake era it is a server-to-client request on the request's stream, and
 the call returns the client's answer. In the modern era it follows the multi round-trip
 pattern: when a handler asks for input it does not have yet, :class:`InputRequired`
-unwinds the handler and the dispatcher answers with an ``InputRequiredResult`` whose sealed
+unwinds the handler and the router answers with an ``InputRequiredResult`` whose sealed
 ``requestState`` remembers the answers gathered so far. When the client retries with the
 answers, the handler runs again from the top and this time each ``await ctx.elicit(...)``
 returns its answer. Handlers must therefore do their side effects after their input calls.
