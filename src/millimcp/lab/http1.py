@@ -303,8 +303,10 @@ class ResponseReader:
 
     def skip_events(self) -> None:
         """Read the rest of the current event stream for its framing only (draining it after
-        the event that was waited for): its remaining events are not parsed."""
-        self._skip = True
+        the event that was waited for): its remaining events are not parsed. Once the
+        stream has ended (its :class:`StreamEnded` was among the events), nothing changes."""
+        if self._sse is not None:
+            self._skip = True
 
     def feed(self, data: bytes, now: int) -> list[Event]:
         """Read ``data`` (arrived at ``now``); the events it completes, at most one end of a
