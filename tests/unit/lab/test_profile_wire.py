@@ -18,7 +18,7 @@ BODY = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 
 def feed_bytewise(reader: ExchangeReader, data: bytes) -> list[int]:
     """Feed one byte at a time (time = the byte's index); when the message became ready."""
-    ready = []
+    ready: list[int] = []
     for i in range(len(data)):
         reader.feed(data[i : i + 1], i)
         if reader.exchange_ready and not ready:
@@ -69,7 +69,8 @@ def test_sse_reply_times_the_answering_event() -> None:
     reader.feed(data, 10)
     reader.feed(chunked[:30], 20)  # the comment and the start of the notification
     reader.feed(chunked[30 : chunked.index(b'event: message\ndata: {"jsonrpc":"2.0","id"')], 30)
-    assert not reader.exchange_ready
+    ready_before = reader.exchange_ready
+    assert not ready_before
     rest = chunked[chunked.index(b'event: message\ndata: {"jsonrpc":"2.0","id"') :]
     reader.feed(rest[:25], 40)
     reader.feed(rest[25:], 50)
