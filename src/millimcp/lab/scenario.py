@@ -33,8 +33,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MillimcpError, MissingExtra
 from millimcp.lab._table import duration
+from millimcp.lab.recording import histogram_class
 from millimcp.lab.results import TOOL_ERROR, error_kind
 from millimcp.lab.scenario_format import (
     Call,
@@ -213,11 +214,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        histogram_class()  # the Run file needs it: say so before running, not after
         scenario = load_scenario(args.file)
         return asyncio.run(_run_command(args, scenario))
+    except MissingExtra:
+        raise  # the command line says which extra to install
     except ConfigurationError as exc:
         print(f"millimcp scenario: {exc}", file=sys.stderr)
         return 2
+    except (MillimcpError, OSError) as exc:  # the target could not be reached or set up
+        print(f"millimcp scenario: {exc}", file=sys.stderr)
+        return 1
 
 
 async def _run_command(args: argparse.Namespace, scenario: Scenario) -> int:

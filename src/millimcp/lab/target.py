@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MissingExtra
 
 if TYPE_CHECKING:
     from millimcp.client import Client, ToolResult
@@ -371,7 +371,10 @@ async def connect(
     info = client_info or (CLIENT_NAME, millimcp_version())
     recording: _RecordingLink | None = None
     if target.kind == "http":
-        from millimcp.client.http_link import HttpLink
+        try:
+            from millimcp.client.http_link import HttpLink
+        except ImportError as exc:  # aiohttp: the client extra, part of the lab's
+            raise MissingExtra("lab", "an HTTP target", exc.name or "aiohttp") from exc
 
         assert target.url is not None
         context = ssl_context(target)

@@ -277,7 +277,7 @@ def default_max_message_bytes() -> int:
     try:
         from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES
     except ImportError as exc:  # aiohttp: the client extra, part of the lab's
-        raise MissingExtra("lab", "profiling an HTTP target", exc.name) from exc
+        raise MissingExtra("lab", "profiling an HTTP target", exc.name or "aiohttp") from exc
     return DEFAULT_MAX_MESSAGE_BYTES
 
 
