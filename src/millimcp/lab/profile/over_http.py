@@ -42,6 +42,7 @@ from millimcp.protocol import (
     encode_request,
 )
 from millimcp.protocol.header_params import header_params, param_headers
+from millimcp.protocol.jsonrpc import decode_error
 
 __all__ = ["profile_http"]
 
@@ -117,7 +118,8 @@ async def _http_initialize(conn: TimedConnection, call: Call, base: Mapping[str,
         body = decompress(body, coding, call.max_message_bytes)
     message = decode_message(body)
     if message.error:
-        raise ProfileError(f"initialize failed: {bytes(message.error)[:300]!r}")
+        error = decode_error(message.error)
+        raise ProfileError(f"initialize failed: {error.code} {error.message[:300]}")
     session = exchange.headers.get("mcp-session-id", "")
     headers = {**base, "MCP-Protocol-Version": call.version}
     if session:

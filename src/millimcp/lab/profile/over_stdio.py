@@ -28,6 +28,7 @@ from millimcp.lab.results import now_iso
 from millimcp.lab.stages import CallTimes
 from millimcp.lab.timed_stdio import TimedProcess, spawn_timed
 from millimcp.protocol import decode_message, encode_notification, encode_request
+from millimcp.protocol.jsonrpc import decode_error
 
 __all__ = ["profile_stdio"]
 
@@ -70,7 +71,8 @@ async def _stdio_initialize(process: TimedProcess, call: Call) -> None:
         line = await reply
     message = decode_message(line.body)
     if message.error:
-        raise ProfileError(f"initialize failed: {bytes(message.error)[:300]!r}")
+        error = decode_error(message.error)
+        raise ProfileError(f"initialize failed: {error.code} {error.message[:300]}")
     process.notify(encode_notification("notifications/initialized") + b"\n")
 
 
