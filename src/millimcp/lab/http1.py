@@ -62,7 +62,6 @@ the end), :class:`~millimcp.errors.FrameTooLarge` (a head or a chunk-size line o
 
 from __future__ import annotations
 
-import re
 from typing import Final, NamedTuple
 
 from millimcp.codec import SseParser
@@ -115,7 +114,6 @@ _HEADS_KEPT: Final = 16
 _VERSIONS: Final = (b"HTTP/1.1 ", b"HTTP/1.0 ")
 _AFTER_CODE: Final = (b" ", b"\r", b"")
 _EVENT_STREAM: Final = b"text/event-stream"
-_HEX_SIZE: Final = re.compile(rb"[0-9A-Fa-f]{1,15}")
 
 
 class ResponseHead(NamedTuple):
@@ -311,31 +309,32 @@ class ResponseReader:
     def feed(self, data: bytes, now: int) -> list[Event]:
         """Read ``data`` (arrived at ``now``); the events it completes, at most one end of a
         response among them."""
-        if self._state == HEAD and not self._buffer:
-            # the common case first: a whole sized response in one chunk
-            stop = data.find(_END_OF_HEAD)
-            if stop >= 0:
-                head = self._parse(data[:stop])
-                if head.framing == BY_LENGTH and not (head.event_stream and self.streams):
-                    start = stop + 4
-                    stop = start + head.length
-                    if len(data) >= stop:
-                        if len(data) > stop:
-                            self._buffer = data[stop:]
-                            self._first_ns = now
-                        else:
-                            self._first_ns = -1
-                        return [ResponseReceived(head, data[start:stop], now, now)]
-        if self._state == CLOSED:
-            if data:
-                raise ResponseFramingError("bytes after the connection's end")
-            return []
-        if self._first_ns < 0 and data and self._state == HEAD:
-            self._first_ns = now
-        buf = self._buffer + data if self._buffer else data
-        self._buffer = b""
         out: list[Event] = []
         pos = 0
+        if self._state == HEAD and not self._buffer and (stop := data.find(_END_OF_HEAD)) >= 0:
+            # a response's first bytes, with its whole head: the common case, read at once
+            head = self._parse(data[:stop])
+            pos = stop + 4
+            if head.framing == BY_LENGTH and not (head.event_stream and self.streams):
+                stop = pos + head.length
+                if len(data) >= stop:  # and its whole body: one slice, no copies
+                    if len(data) > stop:
+                        self._buffer = data[stop:]
+                        self._first_ns = now
+                    return [ResponseReceived(head, data[pos:stop], now, now)]
+            self._first_ns = now
+            if head.framing != INTERIM and self._begin(head, now, out):
+                return self._ended(data, pos, out, now)
+            buf = data
+        else:
+            if self._state == CLOSED:
+                if data:
+                    raise ResponseFramingError("bytes after the connection's end")
+                return []
+            if self._first_ns < 0 and data and self._state == HEAD:
+                self._first_ns = now
+            buf = self._buffer + data if self._buffer else data
+            self._buffer = b""
         end = len(buf)
         while True:
             state = self._state
@@ -349,11 +348,6 @@ class ResponseReader:
                     continue
                 if self._begin(head, now, out):
                     return self._ended(buf, pos, out, now)
-                if head.framing == BY_LENGTH and self._sse is None and end - pos >= head.length:
-                    stop = pos + head.length  # the whole body is here: one slice, no copies
-                    out.append(ResponseReceived(head, buf[pos:stop], self._first_ns, now))
-                    self._reset()
-                    return self._ended(buf, stop, out, now)
             elif state == LENGTH:
                 if pos >= end:
                     return out
@@ -384,10 +378,14 @@ class ResponseReader:
                         self._finish(now, out)
                         return self._ended(buf, pos, out, now)
                     continue  # a trailer field: dropped
-                size = line.split(b";", 1)[0].strip()
-                if _HEX_SIZE.fullmatch(size) is None:
-                    raise ResponseFramingError(f"bad chunk size: {size[:20]!r}")
-                self._chunk_left = int(size, 16)
+                semicolon = line.find(b";")  # chunk extensions: ignored
+                size = (line[:semicolon] if semicolon >= 0 else line).strip()
+                try:
+                    if not size.isalnum() or b"x" in size or b"X" in size:
+                        raise ValueError  # int() would take 0x1f, 1_0, +1
+                    self._chunk_left = int(size, 16)
+                except ValueError:
+                    raise ResponseFramingError(f"bad chunk size: {size[:20]!r}") from None
                 self._state = CHUNK_DATA if self._chunk_left else TRAILER
             elif state == CHUNK_END:
                 if end - pos < 2:
