@@ -12,9 +12,10 @@ What it does, every number measured on this machine:
    that has run a while has them; the naive one has no cache);
 4. runs the agent scenario of S7.3 (``agent.toml``: get_order, then get_recommendations, then
    3 x get_profile at once) with N agents in a closed loop (each starts its next iteration
-   when the last one ends) against naive, then tuned, through the lab
-   (:mod:`millimcp.lab.scenario`), each with its own client: naive opens a new connection
-   per call and sends every call at once, tuned keeps a pool alive and caps calls in flight;
+   when the last one ends) against naive, then tuned, through the lab's scenario runner with a
+   cooldown (:mod:`millimcp.lab.scenario_runner`: the load stays on until the recorded
+   iterations end), each with its own client: naive opens a new connection per call and
+   sends every call at once, tuned keeps a pool alive and caps calls in flight;
 5. profiles one ``analyze_orders`` call on each (the lab's profile: connect, encode, upload,
    the server's stages from ``Server-Timing``, download, decode);
 6. A/B tests each S6.3 step alone: tuned, tuned without that step, tuned again (the two tuned
@@ -450,7 +451,7 @@ async def response_size(url: str, token: str, arguments: dict[str, Any]) -> tupl
 
 
 def breakdown_table(naive: Profile, tuned: Profile, sizes: dict[str, tuple[int, int]]) -> str:
-    from millimcp.lab.profile import stage_order, summarize, transport_share
+    from millimcp.lab.stages import stage_order, summarize, transport_share
 
     a_calls, b_calls = profiled_calls(naive, NAIVE), profiled_calls(tuned, TUNED)
     a, a_total = summarize(a_calls)
@@ -589,7 +590,7 @@ def why(flag: str, facts: dict[str, str]) -> str:
 def facts_for(
     tuned: Profile, sizes: dict[str, tuple[int, int]], asked: dict[str, int | None]
 ) -> dict[str, str]:
-    from millimcp.lab.profile import summarize
+    from millimcp.lab.stages import summarize
 
     cold, _ = summarize(tuned.cold)
     warm, _ = summarize(tuned.warm)

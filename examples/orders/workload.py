@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +27,8 @@ from orders.config import OrdersConfig
 if TYPE_CHECKING:
     from millimcp import Client
     from millimcp.lab.results import Run
-    from millimcp.lab.scenario import Call, Scenario, ScenarioOutcome
-    from millimcp.lab.scenario_format import IterationContext
+    from millimcp.lab.scenario_format import Scenario
+    from millimcp.lab.scenario_runner import ScenarioOutcome, Ticket, Window
 
 __all__ = [
     "CLIENT_CAP",
@@ -256,52 +254,46 @@ async def run_phases(
     """``concurrency`` agents run ``scenario`` in a closed loop, through each phase's client
     in turn, without a pause between phases: one :class:`Measured` per phase.
 
-    In a phase, the iterations that start within its window are recorded: after its settling
+    Each phase is a recording window of the lab's with a cooldown
+    (:class:`millimcp.lab.scenario_runner.Window`, as ``run_scenario(..., cooldown=True)``):
+    the iterations that start within it are recorded, and the agents keep the load on,
+    unrecorded, until the last recorded one has ended, so every recorded iteration runs under
+    the load being measured from start to end. A phase's window opens after its settling
     time, which starts once the previous phase's iterations have all ended (in the first
     phase: the warm-up, and at least until every agent has ended its first iteration, as
-    they all start at once); the agents then keep
-    the load on, unrecorded, until the last recorded one has ended, and move on. So every
-    recorded iteration runs under the load being measured, from start to end: unlike
-    :func:`millimcp.lab.scenario.run_scenario`, which stops starting iterations when the
-    time is up, so that the last recorded ones finish on an emptying server, faster (a
-    bias that grows as a run gets short next to its iterations: a 2 s run of 300 ms ones).
-    Iterations run as the lab's do (the same steps, arguments, error kinds).
+    they all start at once); the agents then move on to the next phase.
 
-    In each outcome ``ended_s`` holds when each recorded iteration *started* (seconds after
-    the first), so its timeline counts starts per second, the throughput; its duration is the
-    window's, from the first recorded start.
+    Each outcome's timeline counts iterations by the second they started in (the
+    throughput); its duration is the window's. The server's and this process's CPU time are
+    read when the first recorded iteration starts and when the last one ends.
     """
     from millimcp.lab.results import now_iso
-    from millimcp.lab.scenario import ScenarioOutcome, StepSeries, to_run
+    from millimcp.lab.scenario import to_run
+    from millimcp.lab.scenario_runner import ScenarioOutcome, Window, run_agents
 
     states = [
         _PhaseState(
             phase,
-            ScenarioOutcome(
-                scenario,
-                concurrency,
-                phase.settle_s,
-                steps={name: StepSeries() for name in scenario.stat_names},
+            Window(
+                phase.client,
+                ScenarioOutcome.empty(scenario, concurrency, phase.settle_s),
+                duration_s=phase.window_s,
+                cooldown=True,
             ),
             CpuMeter(phase.server_pid) if phase.server_pid is not None else None,
         )
         for phase in phases
     ]
-    runner = _Agents(scenario, states, on_open, concurrency)
+    schedule = _Phases(states, on_open, concurrency)
     opened = [_connections(phase.client) for phase in phases]
     started_at = now_iso()
-    runner.open(0, time.perf_counter())
-    async with asyncio.TaskGroup() as agents:
-        for index in range(concurrency):
-            agents.create_task(runner.agent(index))
+    schedule.open(0, time.perf_counter())
+    await run_agents(scenario, schedule, concurrency=concurrency)
     results = []
     for state, (opened_before, reused_before) in zip(states, opened, strict=True):
-        phase, outcome = state.phase, state.outcome
-        window_end = state.record_to
-        first = state.first_start if state.first_start is not None else window_end
-        outcome.duration_s = max(window_end - first, 1e-9)
-        if not outcome.iterations and not outcome.errors:
-            outcome.duration_s = phase.window_s
+        phase, window = state.phase, state.window
+        outcome = window.outcome
+        outcome.duration_s = phase.window_s  # the window's (the throughput's denominator)
         client = phase.client
         info = client.server_info
         run = to_run(
@@ -347,31 +339,22 @@ def _spent(start: float | None, end: float | None) -> float | None:
 @dataclass
 class _PhaseState:
     phase: Phase
-    outcome: ScenarioOutcome
+    window: Window
     cpu: CpuMeter | None
     opened_at: float = 0.0
-    record_from: float = math.inf
-    """When recording starts: its settling time after the phase before has drained."""
-    record_to: float = math.inf
-    first_start: float | None = None
-    in_flight: int = 0
-    """Iterations of this phase not ended yet (recorded or not)."""
-    recorded_in_flight: int = 0
     marks: dict[str, tuple[float, float | None, float | None]] = field(default_factory=dict)
 
 
-class _Agents:
-    """The agents of :func:`run_phases` and what they record."""
+class _Phases:
+    """The phases of :func:`run_phases` as one schedule of the lab's agents
+    (:class:`millimcp.lab.scenario_runner.Schedule`): the current phase's window hands out
+    the tickets, and when it is over the next phase opens."""
 
     def __init__(
-        self,
-        scenario: Scenario,
-        states: list[_PhaseState],
-        on_open: Callable[[Phase], None],
-        concurrency: int,
+        self, states: list[_PhaseState], on_open: Callable[[Phase], None], concurrency: int
     ) -> None:
-        self.scenario = scenario
         self.states = states
+        self.by_window = {id(state.window): state for state in states}
         self.on_open = on_open
         self.concurrency = concurrency
         self.first_rounds = 0
@@ -380,14 +363,15 @@ class _Agents:
         self.me = CpuMeter(os.getpid())
 
     def mark(self, state: _PhaseState, name: str) -> None:
-        state.marks[name] = (
-            time.perf_counter(),
-            state.cpu.seconds() if state.cpu is not None else None,
-            self.me.seconds(),
-        )
+        if name not in state.marks:
+            state.marks[name] = (
+                time.perf_counter(),
+                state.cpu.seconds() if state.cpu is not None else None,
+                self.me.seconds(),
+            )
 
     def open(self, index: int, now: float) -> None:
-        """Move the agents on to phase ``index``; its clock starts once the iterations of the
+        """Move the agents on to phase ``index``; its window opens once the iterations of the
         phase before have all ended (:meth:`start_clock`)."""
         self.index = index
         state = self.states[index]
@@ -396,141 +380,55 @@ class _Agents:
         self.start_clock(state, now)
 
     def start_clock(self, state: _PhaseState, now: float) -> None:
-        """Start the recording clock of the current phase once it may: the first phase's
-        after its settling time (its warm-up) and once every agent has ended its first
-        iteration (they all start at once: that burst is no steady state); a later phase's
-        after the iterations of the phase before have all ended, then its settling time."""
-        if state.record_from != math.inf:
+        """Open the current phase's window once it may: the first phase's after its settling
+        time (its warm-up) and once every agent has ended its first iteration (they all start
+        at once: that burst is no steady state); a later phase's after the iterations of the
+        phase before have all ended, then its settling time."""
+        if state.window.opened:
             return
         if self.index == 0:
             if self.first_rounds >= self.concurrency:
-                state.record_from = max(now, state.opened_at + state.phase.settle_s)
-        elif self.states[self.index - 1].in_flight == 0:
-            state.record_from = now + state.phase.settle_s
-        state.record_to = state.record_from + state.phase.window_s
+                state.window.open(max(now, state.opened_at + state.phase.settle_s))
+        elif self.states[self.index - 1].window.in_flight == 0:
+            state.window.open(now + state.phase.settle_s)
 
-    def current(self, now: float) -> _PhaseState | None:
-        """The phase an iteration starting now belongs to; None when the run is over."""
+    def claim(self, agent: int, iteration: int, now: float) -> Ticket | None:
         state = self.states[self.index]
-        if now >= state.record_to and state.recorded_in_flight == 0:
-            if "end" not in state.marks:
-                self.mark(state, "end")
+        self.start_clock(state, now)
+        ticket = state.window.claim(agent, iteration, now)
+        while ticket is None:  # the phase is over: on to the next one, if any
+            self.mark(state, "end")
             if self.index + 1 == len(self.states):
                 return None
             self.open(self.index + 1, now)
             state = self.states[self.index]
-        return state
+            ticket = state.window.claim(agent, iteration, now)
+        if ticket.outcome is not None:
+            self.mark(state, "start")
+        return ticket
 
-    async def agent(self, index: int) -> None:
-        from millimcp.lab.scenario_format import IterationContext
-
-        seed = self.scenario.seed
-        rng = random.Random(f"{seed}:{index}") if seed is not None else random.Random()
-        iteration = 0
-        while True:
-            started = time.perf_counter()
-            state = self.current(started)
-            if state is None:
-                return
-            self.start_clock(state, started)
-            recording = state.record_from <= started < state.record_to
-            if recording:
-                if state.first_start is None:
-                    state.first_start = started
-                    self.mark(state, "start")
-                state.recorded_in_flight += 1
-            state.in_flight += 1
-            context = IterationContext({}, {}, index, iteration, rng, self.scenario.vars)
-            try:
-                kind = await self.iterate(state, context, recording)
-            finally:
-                state.in_flight -= 1
-                state.recorded_in_flight -= recording
-                self.first_rounds += iteration == 0
-                self.start_clock(self.states[self.index], time.perf_counter())
-            iteration += 1
-            if recording:
-                assert state.first_start is not None
-                since = started - state.first_start
-                if kind is None:
-                    latency = (time.perf_counter() - started) * 1000.0
-                    state.outcome.latencies_ms.append(latency)
-                    state.outcome.ended_s.append(since)
-                else:
-                    state.outcome.errors[kind] += 1
-                    state.outcome.failed_s.append(since)
-                if state.recorded_in_flight == 0 and time.perf_counter() >= state.record_to:
-                    self.mark(state, "end")
-
-    async def iterate(
-        self, state: _PhaseState, context: IterationContext, recording: bool
-    ) -> str | None:
-        from millimcp.lab.scenario import Call
-
-        for step in self.scenario.steps:
-            if isinstance(step, Call):
-                kind = await self.call(state, step, context, recording)
-            else:
-                started = time.perf_counter()
-                kinds = await asyncio.gather(
-                    *(self.call(state, call, context, recording) for call in step.calls)
-                )
-                kind = next((found for found in kinds if found is not None), None)
-                if recording and step.name is not None:
-                    series = state.outcome.steps[step.name]
-                    if kind is None:
-                        series.samples_ms.append((time.perf_counter() - started) * 1000.0)
-                    else:
-                        series.errors[kind] += 1
-            if kind is not None:
-                return kind
-        return None
-
-    async def call(
-        self, state: _PhaseState, call: Call, context: IterationContext, recording: bool
-    ) -> str | None:
-        from millimcp.lab.scenario import REFERENCE_ERROR, TOOL_ERROR, error_kind
-        from millimcp.lab.scenario_format import ReferenceFailed
-
-        try:
-            arguments = call.build(context)
-        except ReferenceFailed as exc:
-            return self.failed(state, call.name, REFERENCE_ERROR, str(exc), recording)
-        timeout = call.timeout if call.timeout is not None else self.scenario.timeout
-        started = time.perf_counter()
-        try:
-            result = await state.phase.client.call_tool(call.tool, arguments, timeout=timeout)
-        except Exception as exc:  # every failure is counted, none stops the run
-            message = f"{type(exc).__name__}: {exc}"
-            return self.failed(state, call.name, error_kind(exc), message, recording)
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
-        if result.is_error:
-            return self.failed(state, call.name, TOOL_ERROR, result.text, recording)
-        if recording:
-            state.outcome.steps[call.name].samples_ms.append(elapsed_ms)
-        if call.name in self.scenario.referenced:
-            context.results[call.name] = result
-        return None
-
-    def failed(
-        self, state: _PhaseState, name: str, kind: str, message: str, recording: bool
-    ) -> str:
-        if recording:
-            state.outcome.steps[name].errors[kind] += 1
-            state.outcome.first_error.setdefault(kind, f"{name}: {message}"[:500])
-        return kind
+    def ended(self, ticket: Ticket, kind: str | None, now: float) -> None:
+        window = ticket.window
+        assert window is not None
+        window.ended(ticket, kind, now)
+        self.first_rounds += ticket.iteration == 0
+        self.start_clock(self.states[self.index], now)
+        if ticket.outcome is not None and window.over(now):
+            self.mark(self.by_window[id(window)], "end")
 
 
 def merge(parts: Sequence[Measured], label: str) -> Measured:
     """Several recorded phases of one configuration as one (samples pooled, windows laid end
     to end): the two tuned phases around a step's."""
-    from millimcp.lab.scenario import ScenarioOutcome, StepSeries, to_run
+    from millimcp.lab.scenario import to_run
+    from millimcp.lab.scenario_runner import ScenarioOutcome, StepSeries
 
     first = parts[0]
     merged = ScenarioOutcome(
         first.outcome.scenario,
         first.outcome.concurrency,
         first.outcome.warmup_s,
+        cooldown=all(part.outcome.cooldown for part in parts),
         steps={name: StepSeries() for name in first.outcome.steps},
     )
     offset = 0.0
@@ -538,7 +436,9 @@ def merge(parts: Sequence[Measured], label: str) -> Measured:
         outcome = part.outcome
         merged.latencies_ms += outcome.latencies_ms
         merged.ended_s += [offset + t for t in outcome.ended_s]
+        merged.started_s += [offset + t for t in outcome.started_s]
         merged.failed_s += [offset + t for t in outcome.failed_s]
+        merged.failed_started_s += [offset + t for t in outcome.failed_started_s]
         merged.errors.update(outcome.errors)
         for kind, message in outcome.first_error.items():
             merged.first_error.setdefault(kind, message)

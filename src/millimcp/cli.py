@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MissingExtra
 from millimcp.server.serve import run_app
 
 __all__ = ["load_target", "main"]
@@ -39,7 +39,16 @@ LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario")
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run the command line; returns the exit status (2: a usage error, or an optional
+    dependency missing: :class:`~millimcp.errors.MissingExtra` is printed as one line)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except MissingExtra as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in LAB_COMMANDS:
         from millimcp.lab.cli import main as lab_main
 

@@ -20,6 +20,7 @@
     ├── TransportError                  refused before any JSON-RPC was read
     │   ├── RequestRejected             an HTTP-level refusal (403 origin, 413 size, 415, 406...)
     │   ├── FrameTooLarge               a frame (body, stdio line) over its size limit
+    │   ├── ResponseFramingError        (lab) an HTTP/1.1 response the lab's reader cannot frame
     │   ├── NotSent                     (client) the request certainly never reached the server
     │   └── ConnectionLost              (client) the peer vanished after the request may have
     │                                   reached it
@@ -36,6 +37,10 @@
         │                               leaves it out of ``tools/list``)
         └── MissingExtra                an optional dependency is not installed: names the
                                         ``pip install 'millimcp[extra]'`` (also an ImportError)
+
+The lab's own failures subclass these where they are raised: ``lab.profile.ProfileError``
+(a :class:`MillimcpError`) and ``lab.scenario_format.ReferenceFailed`` (a
+:class:`MillimcpError` and a ``LookupError``).
 
 Every :class:`ProtocolError` knows how it looks on the wire (``code``, ``message``, ``data``)
 and which HTTP status the Streamable HTTP binding gives it.
@@ -66,6 +71,7 @@ __all__ = [
     "ProtocolError",
     "QueueFull",
     "RequestRejected",
+    "ResponseFramingError",
     "SessionNotFound",
     "SessionRequired",
     "TensorFormatError",
@@ -209,6 +215,11 @@ class FrameTooLarge(TransportError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"message larger than the limit of {limit} bytes")
         self.limit = limit
+
+
+class ResponseFramingError(TransportError):
+    """An HTTP/1.1 response the lab's reader cannot frame: a bad status line, a bad
+    ``Content-Length`` or chunk size, or no framing where one is required."""
 
 
 class NotSent(TransportError):

@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from millimcp.errors import ConfigurationError, MillimcpError
+from millimcp.errors import ConfigurationError, MillimcpError, MissingExtra
 from millimcp.lab.loadgen import ChildSpec, Plan, prepare_full, prepare_lean, run_event_loop
 from millimcp.lab.recording import LoadReport, Merger, TickReport
 from millimcp.lab.results import Run, host_info, now_iso, save_run
@@ -151,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress,
             )
         )
+    except MissingExtra:
+        raise  # the command line says which extra to install
     except (MillimcpError, OSError) as exc:
         print(f"millimcp bench: {exc}", file=sys.stderr)
         return 2
@@ -380,8 +382,11 @@ def _progress(
     if not enabled:
         yield merger.add_tick
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError as exc:
+        raise MissingExtra("lab", "the progress bar", "rich") from exc
 
     bar = Progress(
         TextColumn("[bold]bench"),

@@ -5,6 +5,11 @@
 status); a module is imported only when its command runs or shows its ``--help``, and a
 command whose module does not exist is left out.
 
+A command that needs an optional dependency that is not installed (the ``lab`` extra: rich,
+hdrhistogram, aiohttp through the client) raises :class:`~millimcp.errors.MissingExtra`
+where it imports it; :func:`main` prints it as one line naming the command and the
+``pip install`` to run, and returns 2.
+
 A stdio TARGET may be given after ``--``: everything after the first ``--`` is the server's
 command line, in ``args.command_argv`` (empty when there is none); see
 :mod:`millimcp.lab.target`.
@@ -18,6 +23,8 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Final
+
+from millimcp.errors import MissingExtra
 
 __all__ = ["COMMANDS", "available", "main"]
 
@@ -58,21 +65,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = rest.index("--")
         rest, command_argv = rest[:cut], rest[cut + 1 :]
     try:
-        module = importlib.import_module(COMMANDS[name])
-    except ImportError as exc:
+        try:
+            module = importlib.import_module(COMMANDS[name])
+        except MissingExtra:
+            raise
+        except ImportError as exc:
+            raise MissingExtra("lab", f"millimcp {name}", exc.name) from exc
+        doc = (module.__doc__ or "").strip()
+        parser = argparse.ArgumentParser(
+            prog=f"millimcp {name}",
+            description=doc.split("\n\n", 1)[0] if doc else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(parser)
+        args = parser.parse_args(rest)
+        args.command_argv = command_argv
+        return int(module.run(args))
+    except MissingExtra as exc:  # one line, naming the command and what to install
         print(
-            f"millimcp {name} needs the lab extra: pip install 'millimcp[lab]' ({exc})",
-            file=sys.stderr,
+            f"millimcp: {MissingExtra(exc.extra, f'millimcp {name}', exc.missing)}", file=sys.stderr
         )
         return 2
-    doc = (module.__doc__ or "").strip()
-    parser = argparse.ArgumentParser(
-        prog=f"millimcp {name}",
-        description=doc.split("\n\n", 1)[0] if doc else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    module.add_arguments(parser)
-    args = parser.parse_args(rest)
-    args.command_argv = command_argv
-    status = module.run(args)
-    return int(status)

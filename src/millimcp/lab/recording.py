@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
+from millimcp.errors import MissingExtra
 from millimcp.lab.results import LATENCY_KEYS, MAX_SAMPLES, TimelinePoint
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "Reservoir",
     "TickReport",
     "decode_histogram",
+    "histogram_class",
     "new_histogram",
 ]
 
@@ -44,18 +46,25 @@ HIGHEST_US: Final = 3_600_000_000
 DIGITS: Final = 3
 
 
+def histogram_class() -> Any:
+    """hdrhistogram's ``HdrHistogram``, imported on first use; raises
+    :class:`~millimcp.errors.MissingExtra` (the ``lab`` extra) when it is not installed, so
+    a command can check before it measures."""
+    try:
+        from hdrh.histogram import HdrHistogram
+    except ImportError as exc:
+        raise MissingExtra("lab", "recording latencies", "hdrhistogram") from exc
+    return HdrHistogram
+
+
 def new_histogram() -> Any:
     """An empty HDR histogram of microseconds (1 us .. 1 h, 3 significant digits)."""
-    from hdrh.histogram import HdrHistogram
-
-    return HdrHistogram(1, HIGHEST_US, DIGITS)
+    return histogram_class()(1, HIGHEST_US, DIGITS)
 
 
 def decode_histogram(text: str) -> Any:
     """A histogram from hdrhistogram's compressed base64 encoding."""
-    from hdrh.histogram import HdrHistogram
-
-    return HdrHistogram.decode(text.encode("ascii"))
+    return histogram_class().decode(text.encode("ascii"))
 
 
 def encode_histogram(histogram: Any) -> str:

@@ -17,7 +17,8 @@ Schema ``millimcp.lab/run@1`` (all times in milliseconds unless the name says ``
   each call's intended send time); ``processes`` client processes;
 - ``duration_s`` (the measured window), ``warmup_s``; ``calls`` (successful), ``errors`` (kind
   -> count: ``http_503``, ``jsonrpc_-32602``, ``tool_error``, ``timeout``, ``connection``,
-  ``protocol``), ``throughput`` (successful calls per second);
+  ``protocol``; :func:`error_kind` names a failure's kind), ``throughput`` (successful calls
+  per second);
 - ``latency_ms``: ``min, mean, stdev, p50, p90, p95, p99, p999, max`` of successful calls;
 - ``samples_ms``: a uniform reservoir of at most :data:`MAX_SAMPLES` latencies;
 - ``histogram``: the HDR histogram of every latency (hdrhistogram's compressed base64
@@ -43,15 +44,26 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from millimcp.errors import (
+    CallTimeout,
+    ConnectionLost,
+    MillimcpError,
+    NotSent,
+    ProtocolError,
+    RequestRejected,
+)
+
 __all__ = [
     "LATENCY_KEYS",
     "MAX_SAMPLES",
     "SCHEMA",
+    "TOOL_ERROR",
     "Host",
     "Run",
     "Stage",
     "Step",
     "TimelinePoint",
+    "error_kind",
     "host_info",
     "latency_summary",
     "load_run",
@@ -65,6 +77,8 @@ SCHEMA: Final = "millimcp.lab/run@1"
 MAX_SAMPLES: Final = 20_000
 """The most latencies kept in ``samples_ms``."""
 LATENCY_KEYS: Final = ("min", "mean", "stdev", "p50", "p90", "p95", "p99", "p999", "max")
+TOOL_ERROR: Final = "tool_error"
+"""The error kind of a result with ``isError: true``."""
 _PERCENTILES: Final = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
 
 
@@ -187,6 +201,25 @@ def latency_summary(samples: Sequence[float]) -> dict[str, float]:
         summary[key] = percentile(ordered, pct)
     summary["max"] = float(ordered[-1])
     return {key: summary[key] for key in LATENCY_KEYS}
+
+
+def error_kind(error: BaseException) -> str:
+    """The kind a failed call is counted under: ``timeout`` (the call's deadline),
+    ``jsonrpc_<code>`` (a JSON-RPC error, whatever the HTTP status), ``http_<status>`` (an
+    HTTP refusal without one), ``connection`` (never sent, or the connection broke),
+    ``protocol`` (any other millimcp error: a reply that is not a JSON-RPC response). An
+    exception from outside millimcp keeps its class name, so a surprise shows as itself."""
+    if isinstance(error, CallTimeout):
+        return "timeout"
+    if isinstance(error, ProtocolError):
+        return f"jsonrpc_{error.code}"
+    if isinstance(error, RequestRejected):
+        return f"http_{error.status}"
+    if isinstance(error, NotSent | ConnectionLost | OSError):
+        return "connection"
+    if isinstance(error, MillimcpError):
+        return "protocol"
+    return type(error).__name__
 
 
 def now_iso() -> str:

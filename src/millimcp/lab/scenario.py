@@ -2,6 +2,10 @@
 fan-outs of tool calls, values passed between steps) in a closed loop through one pooled
 millimcp Client, and report the end-to-end latency of an iteration and each step's.
 
+The agents and their recording window are in :mod:`millimcp.lab.scenario_runner`
+(:func:`run_scenario`, with ``cooldown=True`` to keep the load on until the recorded
+iterations end); this module adds the Run file, the terminal summary and the command.
+
 The file format is in :mod:`millimcp.lab.scenario_format` and docs/scenarios.md::
 
     [[step]]
@@ -25,31 +29,35 @@ import asyncio
 import random
 import sys
 import textwrap
-import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MillimcpError, MissingExtra
 from millimcp.lab._table import duration
+from millimcp.lab.recording import histogram_class
+from millimcp.lab.results import TOOL_ERROR, error_kind
 from millimcp.lab.scenario_format import (
     Call,
-    IterationContext,
     Parallel,
-    ReferenceFailed,
     Scenario,
     load_scenario,
     parse_scenario,
     step_value,
 )
+from millimcp.lab.scenario_runner import (
+    REFERENCE_ERROR,
+    ScenarioOutcome,
+    StepSeries,
+    run_scenario,
+)
 
 if TYPE_CHECKING:
-    from millimcp.client import Client
     from millimcp.lab.results import Run, TimelinePoint
 
 __all__ = [
     "CLOSED_LOOP_NOTE",
+    "COOLDOWN_NOTE",
     "REFERENCE_ERROR",
     "TOOL_ERROR",
     "Call",
@@ -68,257 +76,33 @@ __all__ = [
     "to_run",
 ]
 
-TOOL_ERROR = "tool_error"
-"""The error kind of a result with ``isError: true``."""
-REFERENCE_ERROR = "reference"
-"""The error kind of arguments that could not be built from earlier results."""
-
-
-# -- running ----------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class StepSeries:
-    """What one step (a call, or a named fan-out) saw while recording."""
-
-    samples_ms: list[float] = field(default_factory=list)
-    """Latencies of the successful calls, in milliseconds."""
-    errors: Counter[str] = field(default_factory=Counter)
-    """Failures by kind: an exception's class name, ``tool_error``, ``reference``."""
-
-    @property
-    def calls(self) -> int:
-        return len(self.samples_ms)
-
-
-@dataclass(slots=True)
-class ScenarioOutcome:
-    """The recorded part of a scenario run (warm-up iterations left out)."""
-
-    scenario: Scenario
-    concurrency: int
-    warmup_s: float
-    duration_s: float = 0.0
-    """Wall time from the end of the warm-up to the last iteration's end."""
-    latencies_ms: list[float] = field(default_factory=list)
-    """End-to-end latency of each successful iteration, in the order they ended."""
-    ended_s: list[float] = field(default_factory=list)
-    """When each successful iteration ended, seconds after recording began."""
-    errors: Counter[str] = field(default_factory=Counter)
-    """Failed iterations by the kind of their first failure."""
-    failed_s: list[float] = field(default_factory=list)
-    """When each failed iteration ended, seconds after recording began."""
-    steps: dict[str, StepSeries] = field(default_factory=dict)
-    first_error: dict[str, str] = field(default_factory=dict)
-    """The message of the first failure of each kind (``"recs: InvalidParams: ..."``)."""
-
-    @property
-    def iterations(self) -> int:
-        """Successful iterations."""
-        return len(self.latencies_ms)
-
-    @property
-    def throughput(self) -> float:
-        """Successful iterations per second."""
-        return self.iterations / self.duration_s if self.duration_s > 0 else 0.0
-
-
-async def run_scenario(
-    scenario: Scenario,
-    client: Client,
-    *,
-    concurrency: int = 1,
-    duration_s: float | None = None,
-    iterations: int | None = None,
-    warmup_s: float = 0.0,
-    seed: int | None = None,
-) -> ScenarioOutcome:
-    """Run ``scenario`` with ``concurrency`` virtual agents sharing ``client`` (closed loop:
-    each agent starts its next iteration when the last one ends).
-
-    Give ``duration_s`` (agents stop starting iterations after it; those in flight finish) or
-    ``iterations`` (successful or not, counted after the warm-up). Iterations that start
-    during the first ``warmup_s`` seconds are not recorded. ``seed`` overrides the file's.
-    """
-    if (duration_s is None) == (iterations is None):
-        raise ConfigurationError("give a duration or a number of iterations, not both")
-    if concurrency < 1:
-        raise ConfigurationError("concurrency must be at least 1")
-    if (duration_s is not None and duration_s <= 0) or (iterations is not None and iterations < 1):
-        raise ConfigurationError("the duration and the number of iterations must be positive")
-    if warmup_s < 0:
-        raise ConfigurationError("the warm-up cannot be negative")
-    runner = _Runner(scenario, client, concurrency, duration_s, iterations, warmup_s, seed)
-    return await runner.run()
-
-
-class _Runner:
-    """The virtual agents of one run and what they record."""
-
-    def __init__(
-        self,
-        scenario: Scenario,
-        client: Client,
-        concurrency: int,
-        duration_s: float | None,
-        iterations: int | None,
-        warmup_s: float,
-        seed: int | None,
-    ) -> None:
-        self.scenario = scenario
-        self.client = client
-        self.concurrency = concurrency
-        self.duration_s = duration_s
-        self.iterations = iterations
-        self.seed = scenario.seed if seed is None else seed
-        self.outcome = ScenarioOutcome(
-            scenario,
-            concurrency,
-            warmup_s,
-            steps={name: StepSeries() for name in scenario.stat_names},
-        )
-        self.record_from = 0.0
-        self.stop_at = float("inf")
-        self.claimed = 0
-
-    async def run(self) -> ScenarioOutcome:
-        start = time.perf_counter()
-        self.record_from = start + self.outcome.warmup_s
-        if self.duration_s is not None:
-            self.stop_at = self.record_from + self.duration_s
-        async with asyncio.TaskGroup() as agents:
-            for index in range(self.concurrency):
-                agents.create_task(self.agent(index))
-        self.outcome.duration_s = max(time.perf_counter() - self.record_from, 0.0)
-        return self.outcome
-
-    def claim(self, now: float) -> bool:
-        """Whether an agent may start an iteration now."""
-        if now < self.record_from:
-            return True
-        if self.iterations is not None:
-            if self.claimed >= self.iterations:
-                return False
-            self.claimed += 1
-            return True
-        return now < self.stop_at
-
-    async def agent(self, index: int) -> None:
-        rng = random.Random(f"{self.seed}:{index}") if self.seed is not None else random.Random()
-        outcome = self.outcome
-        iteration = 0
-        while True:
-            started = time.perf_counter()
-            if not self.claim(started):
-                return
-            recording = started >= self.record_from
-            context = IterationContext({}, {}, index, iteration, rng, self.scenario.vars)
-            kind = await self.iterate(context, recording)
-            ended = time.perf_counter()
-            if recording:
-                if kind is None:
-                    outcome.latencies_ms.append((ended - started) * 1000.0)
-                    outcome.ended_s.append(ended - self.record_from)
-                else:
-                    outcome.errors[kind] += 1
-                    outcome.failed_s.append(ended - self.record_from)
-            iteration += 1
-
-    async def iterate(self, context: IterationContext, recording: bool) -> str | None:
-        """One pass over the steps; the kind of the first failure, or None."""
-        for step in self.scenario.steps:
-            if isinstance(step, Call):
-                kind = await self.call(step, context, recording)
-            else:
-                started = time.perf_counter()
-                kinds = await asyncio.gather(
-                    *(self.call(call, context, recording) for call in step.calls)
-                )
-                kind = next((found for found in kinds if found is not None), None)
-                if recording and step.name is not None:
-                    series = self.outcome.steps[step.name]
-                    if kind is None:
-                        series.samples_ms.append((time.perf_counter() - started) * 1000.0)
-                    else:
-                        series.errors[kind] += 1
-            if kind is not None:
-                return kind
-        return None
-
-    async def call(self, call: Call, context: IterationContext, recording: bool) -> str | None:
-        """One tool call; the kind of its failure, or None."""
-        try:
-            arguments = call.build(context)
-        except ReferenceFailed as exc:
-            return self.failed(call, REFERENCE_ERROR, str(exc), recording)
-        timeout = call.timeout if call.timeout is not None else self.scenario.timeout
-        started = time.perf_counter()
-        try:
-            result = await self.client.call_tool(call.tool, arguments, timeout=timeout)
-        except Exception as exc:  # every failure is counted, none stops the run
-            return self.failed(call, error_kind(exc), f"{type(exc).__name__}: {exc}", recording)
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
-        if result.is_error:
-            return self.failed(call, TOOL_ERROR, result.text, recording)
-        if recording:
-            self.outcome.steps[call.name].samples_ms.append(elapsed_ms)
-        if call.name in self.scenario.referenced:
-            context.results[call.name] = result
-        return None
-
-    def failed(self, call: Call, kind: str, message: str, recording: bool) -> str:
-        if recording:
-            self.outcome.steps[call.name].errors[kind] += 1
-            self.outcome.first_error.setdefault(kind, f"{call.name}: {message}"[:500])
-        return kind
-
-
-# -- the Run file -----------------------------------------------------------------------------
-
-
-def error_kind(error: BaseException) -> str:
-    """The kind a failure is counted under, in the words of ``millimcp bench`` (``timeout``,
-    ``connection``, ``http_503``, ``jsonrpc_-32602``, ``protocol``); an exception from
-    outside millimcp keeps its class name, so a surprise shows as itself."""
-    from millimcp.errors import (
-        CallTimeout,
-        ConnectionLost,
-        MillimcpError,
-        NotSent,
-        ProtocolError,
-        RequestRejected,
-    )
-
-    if isinstance(error, CallTimeout):
-        return "timeout"
-    if isinstance(error, ProtocolError):
-        return f"jsonrpc_{error.code}"
-    if isinstance(error, RequestRejected):
-        return f"http_{error.status}"
-    if isinstance(error, NotSent | ConnectionLost | OSError):
-        return "connection"
-    if isinstance(error, MillimcpError):
-        return "protocol"
-    return type(error).__name__
-
-
 CLOSED_LOOP_NOTE = (
     "closed loop: each agent starts its next iteration when the last one ends, so a stall "
     "slows the agents down instead of showing in the latency (coordinated omission)"
+)
+COOLDOWN_NOTE = (
+    "cooldown: the load stayed on until the recorded iterations ended (the iterations that "
+    "started after the window ran, unrecorded)"
 )
 
 
 def _timeline(outcome: ScenarioOutcome) -> list[TimelinePoint]:
     from millimcp.lab.results import TimelinePoint, percentile
 
-    # Whole seconds: the few iterations of a last, partial second join the one before.
+    # Whole seconds: the few iterations of a last, partial second join the one before. With
+    # a cooldown, an iteration counts in the second it started (the window's seconds hold
+    # exactly the recorded iterations); without, in the second it ended.
     seconds = max(1, round(outcome.duration_s))
     latencies: list[list[float]] = [[] for _ in range(seconds)]
     errors = [0] * seconds
-    for ended, latency in zip(outcome.ended_s, outcome.latencies_ms, strict=True):
-        latencies[min(int(ended), seconds - 1)].append(latency)
-    for ended in outcome.failed_s:
-        errors[min(int(ended), seconds - 1)] += 1
+    if outcome.cooldown:
+        times, failed = outcome.started_s, outcome.failed_started_s
+    else:
+        times, failed = outcome.ended_s, outcome.failed_s
+    for at, latency in zip(times, outcome.latencies_ms, strict=True):
+        latencies[min(int(at), seconds - 1)].append(latency)
+    for at in failed:
+        errors[min(max(int(at), 0), seconds - 1)] += 1
     points = []
     for second, values in enumerate(latencies):
         values.sort()
@@ -395,7 +179,7 @@ def to_run(
         timeline=_timeline(outcome),
         steps=steps,
         host=host_info(),
-        notes=[CLOSED_LOOP_NOTE],
+        notes=[CLOSED_LOOP_NOTE, *([COOLDOWN_NOTE] if outcome.cooldown else [])],
         client="full",
     )
 
@@ -419,17 +203,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup", type=float, default=0.0, metavar="S", help="seconds run before recording"
     )
+    parser.add_argument(
+        "--cooldown",
+        action="store_true",
+        help="keep the load on (unrecorded) until the recorded iterations end",
+    )
     parser.add_argument("--seed", type=int, help="seed of the generators (overrides the file's)")
     parser.add_argument("--export-json", metavar="PATH", help="write the Run file here")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        histogram_class()  # the Run file needs it: say so before running, not after
         scenario = load_scenario(args.file)
         return asyncio.run(_run_command(args, scenario))
+    except MissingExtra:
+        raise  # the command line says which extra to install
     except ConfigurationError as exc:
         print(f"millimcp scenario: {exc}", file=sys.stderr)
         return 2
+    except (MillimcpError, OSError) as exc:  # the target could not be reached or set up
+        print(f"millimcp scenario: {exc}", file=sys.stderr)
+        return 1
 
 
 async def _run_command(args: argparse.Namespace, scenario: Scenario) -> int:
@@ -455,6 +250,7 @@ async def _run_command(args: argparse.Namespace, scenario: Scenario) -> int:
             iterations=args.iterations,
             warmup_s=args.warmup,
             seed=args.seed,
+            cooldown=args.cooldown,
         )
         result = to_run(
             outcome,
@@ -483,6 +279,7 @@ def format_outcome(outcome: ScenarioOutcome, result: Run) -> str:
         f"Scenario {scenario.name!r} against {where}",
         f"  {outcome.concurrency} agent(s), closed loop, {outcome.duration_s:.1f} s"
         + (f" after {outcome.warmup_s:g} s warm-up" if outcome.warmup_s else "")
+        + (", load kept on to the end" if outcome.cooldown else "")
         + f": {outcome.iterations:,} iterations, {outcome.throughput:,.1f}/s, {failed:,} failed",
         "",
     ]

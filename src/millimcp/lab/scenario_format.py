@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MillimcpError
 
 if TYPE_CHECKING:
     from millimcp.client import ToolResult
@@ -102,7 +102,7 @@ class IterationContext:
 _Eval = Callable[[IterationContext], Any]
 
 
-class ReferenceFailed(LookupError):
+class ReferenceFailed(MillimcpError, LookupError):
     """An expression read a field its value does not have (counted, never raised out)."""
 
 

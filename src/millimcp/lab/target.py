@@ -38,12 +38,11 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from millimcp.errors import ConfigurationError
+from millimcp.errors import ConfigurationError, MissingExtra
 
 if TYPE_CHECKING:
     from millimcp.client import Client, ToolResult
-    from millimcp.client.link import Link, OnMessage, Reply
-    from millimcp.protocol import Message
+    from millimcp.client.http_link import HttpLink
 
 __all__ = [
     "CallTemplate",
@@ -236,44 +235,29 @@ def _template(url: str, body: bytes, headers: Mapping[str, str]) -> CallTemplate
     )
 
 
-class _RecordingLink:
-    """A Link that passes everything through and, when asked, keeps the next request."""
+class RequestLog:
+    """The requests an HTTP link sent while :attr:`keeping` was on (body, headers)."""
 
-    def __init__(self, inner: Link) -> None:
-        self.inner = inner
-        self.kind = inner.kind
-        self.recorded: list[tuple[bytes, dict[str, str]]] | None = None
+    def __init__(self) -> None:
+        self.keeping = False
+        self.requests: list[tuple[bytes, dict[str, str]]] = []
 
-    async def open(self) -> None:
-        await self.inner.open()
 
-    async def close(self) -> None:
-        await self.inner.close()
+def _recording_link(url: str, log: RequestLog, **options: Any) -> HttpLink:
+    """The Client's :class:`~millimcp.client.http_link.HttpLink`, keeping each request it
+    sends in ``log`` while ``log.keeping`` is on."""
+    try:
+        from millimcp.client.http_link import HttpLink
+    except ImportError as exc:  # aiohttp: the client extra, part of the lab's
+        raise MissingExtra("lab", "an HTTP target", exc.name or "aiohttp") from exc
 
-    async def request(
-        self,
-        request_id: int | str,
-        body: bytes,
-        *,
-        headers: Mapping[str, str],
-        on_message: OnMessage,
-    ) -> Reply:
-        if self.recorded is not None:
-            self.recorded.append((body, dict(headers)))
-        return await self.inner.request(request_id, body, headers=headers, on_message=on_message)
+    class RecordingLink(HttpLink):
+        async def request(self, *args: Any, **kwargs: Any) -> Any:
+            if log.keeping:  # request(request_id, body, *, headers, on_message)
+                log.requests.append((args[1], dict(kwargs["headers"])))
+            return await super().request(*args, **kwargs)
 
-    async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
-        await self.inner.send(body, headers=headers)
-
-    def unsolicited(self) -> AsyncIterator[Message]:
-        return self.inner.unsolicited()
-
-    @property
-    def session_id(self) -> str | None:
-        return self.inner.session_id
-
-    def reset_session(self) -> None:
-        self.inner.reset_session()
+    return RecordingLink(url, **options)
 
 
 # -- the connection ------------------------------------------------------------------------
@@ -282,10 +266,17 @@ class _RecordingLink:
 class Connection:
     """An open :class:`millimcp.Client` on a :class:`Target`, with what it learned."""
 
-    def __init__(self, target: Target, client: Client, link: _RecordingLink | None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        client: Client,
+        link: HttpLink | None = None,
+        log: RequestLog | None = None,
+    ) -> None:
         self.target = target
         self.client = client
         self._link = link
+        self._log = log
 
     @property
     def transport(self) -> Literal["http", "stdio"]:
@@ -317,15 +308,16 @@ class Connection:
 
         Protocol errors raise as they do from :meth:`millimcp.Client.call_tool`.
         """
-        link = self._link
-        if link is None or self.target.url is None:
+        log = self._log
+        if log is None or self.target.url is None:
             raise ConfigurationError("a request template exists only for HTTP targets")
-        link.recorded = []
+        log.requests.clear()
+        log.keeping = True
         try:
             result = await self.client.call_tool(tool, arguments)
-            body, headers = link.recorded[-1]
+            body, headers = log.requests[-1]
         finally:
-            link.recorded = None
+            log.keeping = False
         merged = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -369,23 +361,22 @@ async def connect(
     limits = Limits(max_in_flight=max_in_flight, max_queue=max_in_flight)
     time_limit = Timeout(total=call_timeout)
     info = client_info or (CLIENT_NAME, millimcp_version())
-    recording: _RecordingLink | None = None
+    link: HttpLink | None = None
+    log: RequestLog | None = None
     if target.kind == "http":
-        from millimcp.client.http_link import HttpLink
-
         assert target.url is not None
         context = ssl_context(target)
-        recording = _RecordingLink(
-            HttpLink(
-                target.url,
-                limits=limits,
-                timeout=time_limit,
-                headers=target.headers,
-                ssl=False if target.insecure and context is not None else None,
-            )
+        log = RequestLog()
+        link = _recording_link(
+            target.url,
+            log,
+            limits=limits,
+            timeout=time_limit,
+            headers=target.headers,
+            ssl=False if target.insecure and context is not None else None,
         )
         client = Client(
-            recording,
+            link,
             key=target.url,
             limits=limits,
             timeout=time_limit,
@@ -404,4 +395,4 @@ async def connect(
             client_info=info,
         )
     async with client:
-        yield Connection(target, client, recording)
+        yield Connection(target, client, link, log)

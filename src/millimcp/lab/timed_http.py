@@ -8,8 +8,9 @@ the event loop saw them, not when a reader coroutine woke up.
 
 A reply is a JSON body (``Content-Length`` or chunked) or an SSE stream read up to the
 event that answers the request (its first byte and last byte are that event's); the rest of
-the stream is drained so the connection can be reused. Bodies are capped at
-``max_message_bytes``; a response head at 64 KiB.
+the stream is drained so the connection can be reused. The bytes are framed by the lab's
+HTTP/1.1 reader (:mod:`millimcp.lab.http1`). Bodies are capped at ``max_message_bytes``; a
+response head at 64 KiB.
 
 Nothing here knows MCP beyond the response event of an SSE stream matching a request id.
 """
@@ -27,21 +28,27 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES
-from millimcp.codec import SseParser
-from millimcp.errors import (
-    ConnectionLost,
-    FrameTooLarge,
-    NotSent,
-    ProtocolError,
-    RequestRejected,
+from millimcp.errors import ConnectionLost, MissingExtra, NotSent, ProtocolError, RequestRejected
+from millimcp.lab.http1 import (
+    Event,
+    EventReceived,
+    ResponseHead,
+    ResponseReader,
+    ResponseReceived,
+    StreamStarted,
 )
 from millimcp.protocol import decode_message
 
-__all__ = ["Endpoint", "Exchange", "TimedConnection", "open_timed"]
+__all__ = [
+    "Endpoint",
+    "Exchange",
+    "ExchangeReader",
+    "TimedConnection",
+    "default_max_message_bytes",
+    "open_timed",
+]
 
 clock: Final = time.perf_counter_ns
-_MAX_HEAD: Final = 64 * 1024
 _DRAIN_AFTER_EVENT_S: Final = 2.0
 """How long the rest of an SSE stream may take after its response event before the
 connection is given up (a server that keeps the stream open)."""
@@ -106,7 +113,7 @@ class TimedConnection(asyncio.Protocol):
         self._write_paused = False
         self._resume: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
-        self._reader: _ResponseReader | None = None
+        self._reader: ExchangeReader | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -123,20 +130,28 @@ class TimedConnection(asyncio.Protocol):
         except Exception as exc:
             self._fail(exc)
             return
-        if reader.exchange_ready and self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(reader.exchange)
+        self._settle(reader)
+
+    def _settle(self, reader: ExchangeReader) -> None:
+        """Hand the response on as soon as its message is in, and free the connection once
+        the whole response is read."""
+        waiter = self._waiter
+        if reader.exchange_ready and waiter is not None and not waiter.done():
+            waiter.set_result(reader.exchange)
         if reader.finished:
             self._reader = None
-            if self._waiter is not None and not self._waiter.done():
-                self._waiter.set_result(reader.exchange)
             if self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
 
     def eof_received(self) -> bool | None:
         reader = self._reader
-        if reader is not None and reader.until_close:
-            reader.close_body(clock())
-            self.data_received(b"")
+        if reader is not None:
+            try:
+                reader.feed_eof(clock())
+            except Exception as exc:
+                self._fail(exc)
+                return None
+            self._settle(reader)
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -175,7 +190,7 @@ class TimedConnection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._waiter = loop.create_future()
         self._drained = loop.create_future()
-        self._reader = _ResponseReader(request_id, self.max_message_bytes)
+        self._reader = ExchangeReader(request_id, self.max_message_bytes)
         transport.write(data)
         return self._waiter
 
@@ -220,11 +235,13 @@ async def open_timed(
     endpoint: Endpoint,
     *,
     ssl: ssl_module.SSLContext | None = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: int | None = None,
     connect_timeout: float = 10.0,
 ) -> tuple[TimedConnection, dict[str, int]]:
     """A new connection and how long its steps took (ns): ``dns``, ``connect`` and, for
-    https, ``tls``."""
+    https, ``tls``. Bodies are capped at ``max_message_bytes`` (default: the Client's)."""
+    if max_message_bytes is None:
+        max_message_bytes = default_max_message_bytes()
     loop = asyncio.get_running_loop()
     steps: dict[str, int] = {}
     try:
@@ -255,6 +272,15 @@ async def open_timed(
     return protocol, steps
 
 
+def default_max_message_bytes() -> int:
+    """The millimcp Client's cap on a message, so the profile reads what the Client would."""
+    try:
+        from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES
+    except ImportError as exc:  # aiohttp: the client extra, part of the lab's
+        raise MissingExtra("lab", "profiling an HTTP target", exc.name or "aiohttp") from exc
+    return DEFAULT_MAX_MESSAGE_BYTES
+
+
 async def _connect_any(
     loop: asyncio.AbstractEventLoop, infos: Sequence[tuple[Any, ...]]
 ) -> socket.socket:
@@ -277,158 +303,66 @@ async def _connect_any(
     raise error or OSError("no address to connect to")
 
 
-class _ResponseReader:
-    """Parses one HTTP/1.1 response as its bytes arrive (head, then a body framed by
-    ``Content-Length``, chunks, or the connection's end)."""
+class ExchangeReader:
+    """One response to one request, read from the connection's bytes
+    (:class:`~millimcp.lab.http1.ResponseReader`) into an :class:`Exchange`: a JSON body, or
+    the event of an SSE stream that answers ``request_id`` (the stream's later events are read
+    for framing only)."""
 
     def __init__(self, request_id: int | str | None, limit: int) -> None:
         self.request_id = request_id
-        self.limit = limit
+        self.reader = ResponseReader(limit)
         self.exchange = Exchange()
         self.exchange_ready = False
         """The response message is complete (the body, or the SSE response event)."""
         self.finished = False
         """The whole HTTP response has been read."""
-        self.until_close = False
-        self._first = True
-        self._head = b""
-        self._in_head = True
-        self._remaining = -1  # Content-Length left; -1: chunked or until close
-        self._chunked = False
-        self._chunk_left = 0
-        self._chunk_state = "size"  # size | data | data_end | trailer
-        self._pending = b""
-        self._body: list[bytes] = []
-        self._size = 0
-        self._sse: SseParser | None = None
-        self._event_since: int | None = None
 
     def feed(self, data: bytes, now: int) -> None:
-        if self._first and data:
-            self._first = False
-            self.exchange.first_byte_ns = now
-        if self._in_head:
-            self._head += data
-            end = self._head.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self._head) > _MAX_HEAD:
-                    raise FrameTooLarge(_MAX_HEAD)
-                return
-            data = self._head[end + 4 :]
-            self._parse_head(self._head[:end])
-            self._head = b""
-            self._in_head = False
-            if self._remaining == 0:
-                self._complete(now)
-                return
-        if data:
-            self._body_bytes(data, now)
+        """Bytes that arrived at ``now``."""
+        self._take(self.reader.feed(data, now))
 
-    def close_body(self, now: int) -> None:
-        """The connection ended: a body framed by the connection's end is complete."""
-        if self.until_close and not self.finished:
-            self._complete(now)
+    def feed_eof(self, now: int) -> None:
+        """The connection ended at ``now`` (completes a body framed by the connection's end;
+        raises :class:`~millimcp.errors.ConnectionLost` inside any other)."""
+        self._take(self.reader.feed_eof(now))
 
-    def _parse_head(self, head: bytes) -> None:
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-            raise RequestRejected(0, f"not an HTTP/1.1 response: {lines[0][:100]!r}")
+    def _take(self, events: list[Event]) -> None:
         exchange = self.exchange
-        exchange.status = int(parts[1])
-        headers = exchange.headers
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            key = name.strip().lower()
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        if headers.get("transfer-encoding", "").lower().endswith("chunked"):
-            self._chunked = True
-        elif "content-length" in headers:
-            length = int(headers["content-length"])
-            if length > self.limit:
-                raise FrameTooLarge(self.limit)
-            self._remaining = length
-        elif exchange.status in (204, 304) or 100 <= exchange.status < 200:
-            self._remaining = 0
-        else:
-            self.until_close = True
-        if headers.get("content-type", "").startswith("text/event-stream") and (
-            exchange.status < 300
-        ):
-            exchange.sse = True
-            self._sse = SseParser(self.limit)
-
-    def _body_bytes(self, data: bytes, now: int) -> None:
-        if not self._chunked:
-            if self._remaining >= 0:
-                take = data[: self._remaining]
-                self._remaining -= len(take)
-                self._content(take, now)
-                if self._remaining == 0:
-                    self._complete(now)
-            else:
-                self._content(data, now)
-            return
-        buffer = self._pending + data
-        self._pending = b""
-        i = 0
-        n = len(buffer)
-        while i < n and not self.finished:
-            state = self._chunk_state
-            if state == "size" or state == "trailer" or state == "data_end":
-                end = buffer.find(b"\r\n", i)
-                if end < 0:
-                    self._pending = buffer[i:]
-                    if len(self._pending) > _MAX_HEAD:
-                        raise FrameTooLarge(_MAX_HEAD)
-                    return
-                line = buffer[i:end]
-                i = end + 2
-                if state == "data_end":
-                    self._chunk_state = "size"
-                elif state == "size":
-                    size = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                    if size == 0:
-                        self._chunk_state = "trailer"
-                    else:
-                        self._chunk_left = size
-                        self._chunk_state = "data"
-                elif not line:  # the blank line after the (usually absent) trailers
-                    self._complete(now)
-            else:
-                take = buffer[i : i + self._chunk_left]
-                i += len(take)
-                self._chunk_left -= len(take)
-                self._content(take, now)
-                if self._chunk_left == 0:
-                    self._chunk_state = "data_end"
-
-    def _content(self, data: bytes, now: int) -> None:
-        if not data:
-            return
-        sse = self._sse
-        if sse is None:
-            self._size += len(data)
-            if self._size > self.limit:
-                raise FrameTooLarge(self.limit)
-            self._body.append(data)
-            return
-        if self.exchange_ready:
-            return  # the tail of the stream after the response: drained, not kept
-        started = now if self._event_since is None else self._event_since
-        events = sse.feed(data)
-        whole = data.endswith(b"\n\n") or data.endswith(b"\r\n\r\n")
-        self._event_since = None if whole else (now if events else started)
         for event in events:
-            if self._is_response(event):
-                exchange = self.exchange
-                exchange.body = event
-                exchange.first_byte_ns = started
-                exchange.last_byte_ns = now
-                self.exchange_ready = True
-                return
-            self.exchange.events_before += 1
+            if isinstance(event, EventReceived):
+                if self.exchange_ready:
+                    continue
+                if self._is_response(event.data):
+                    exchange.body = event.data
+                    exchange.first_byte_ns = event.first_byte_ns
+                    exchange.last_byte_ns = event.last_byte_ns
+                    self.exchange_ready = True
+                    self.reader.skip_events()  # the tail of the stream: drained, not kept
+                else:
+                    exchange.events_before += 1
+            elif isinstance(event, ResponseReceived):
+                self._head(event.head, event.first_byte_ns)
+                exchange.body = event.body
+                exchange.last_byte_ns = event.last_byte_ns
+                self.exchange_ready = self.finished = True
+            elif isinstance(event, StreamStarted):
+                self._head(event.head, event.first_byte_ns)
+                exchange.sse = True
+            else:
+                self.finished = True
+                if not self.exchange_ready:
+                    exchange.last_byte_ns = event.last_byte_ns
+                    if exchange.status >= 300:
+                        raise RequestRejected(
+                            exchange.status, f"HTTP {exchange.status}: a stream without a response"
+                        )
+                    raise ConnectionLost("the response stream ended before the response")
+
+    def _head(self, head: ResponseHead, first_byte_ns: int) -> None:
+        self.exchange.status = head.status
+        self.exchange.headers = head.headers
+        self.exchange.first_byte_ns = first_byte_ns
 
     def _is_response(self, event: bytes) -> bool:
         try:
@@ -438,14 +372,3 @@ class _ResponseReader:
         if message.method is not msgspec.UNSET:
             return False  # a request or notification the server sent first
         return message.id == self.request_id or message.id is msgspec.UNSET
-
-    def _complete(self, now: int) -> None:
-        self.finished = True
-        if self.exchange_ready:
-            return
-        exchange = self.exchange
-        exchange.last_byte_ns = now
-        if self._sse is not None:
-            raise ConnectionLost("the response stream ended before the response")
-        exchange.body = b"".join(self._body)
-        self.exchange_ready = True

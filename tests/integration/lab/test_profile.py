@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -226,11 +227,11 @@ def stdio_server() -> list[str]:
 
 
 @pytest.mark.parametrize("era", ["modern", "handshake"])
-async def test_stdio(era: str) -> None:
+async def test_stdio(era: Literal["modern", "handshake"]) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     profile = await profile_stdio(
         stdio_server(), "echo", HI, era=era, env=env, cwd=str(ROOT), requests=30, warmup=3, cold=1
-    )  # type: ignore[arg-type]
+    )
     assert profile.transport == "stdio"
     assert profile.era == era
     assert warm_keys(profile) == WARM_STDIO

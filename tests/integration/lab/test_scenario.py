@@ -17,6 +17,7 @@ from millimcp.lab.cli import main as lab_main
 from millimcp.lab.recording import decode_histogram
 from millimcp.lab.results import load_run
 from millimcp.lab.scenario import (
+    COOLDOWN_NOTE,
     Call,
     Parallel,
     Scenario,
@@ -374,6 +375,23 @@ async def test_a_timed_run_records_only_after_the_warm_up(client: Client) -> Non
     assert all(0 <= ended <= outcome.duration_s for ended in outcome.ended_s)
 
 
+async def test_a_cooldown_keeps_the_load_on_until_the_recorded_iterations_end(
+    client: Client,
+) -> None:
+    scenario = load_scenario(AGENT_TOML)
+    outcome = await run_scenario(scenario, client, concurrency=3, duration_s=1.0, cooldown=True)
+    log = await seen(client)
+    recorded = outcome.iterations + sum(outcome.errors.values())
+    assert outcome.iterations > 0
+    assert outcome.duration_s == 1.0  # the window: what started in it is recorded
+    assert all(0 <= started < 1.0 for started in outcome.started_s)
+    assert len(log["orders"]) > recorded  # iterations that started later ran, unrecorded
+    run = to_run(outcome, target="http://x/mcp", transport="http", era="modern")
+    assert COOLDOWN_NOTE in run.notes
+    assert sum(point.calls for point in run.timeline) == outcome.iterations
+    assert "load kept on to the end" in format_outcome(outcome, run)
+
+
 async def test_the_run_file_holds_the_scenario_and_its_steps(
     client: Client, tmp_path: Path
 ) -> None:
@@ -420,6 +438,18 @@ def test_the_command_runs_a_scenario_and_exports_the_run(
     run = load_run(out)
     assert (run.kind, run.calls, run.concurrency, run.era) == ("scenario", 8, 2, "modern")
     assert run.server == "agent-test-server/1.0.0"
+
+
+def test_the_command_cools_down_on_request(
+    agent_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cooled.json"
+    command = ["scenario", str(AGENT_TOML), agent_url, "-c", "2", "-d", "1", "--cooldown"]
+    status = lab_main([*command, "--export-json", str(out)])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert "load kept on to the end" in printed
+    assert COOLDOWN_NOTE in load_run(out).notes
 
 
 def test_the_command_runs_over_stdio_in_the_handshake_era(

@@ -7,7 +7,9 @@ import statistics
 
 import pytest
 
-from millimcp.lab.loadgen import ResponseFramingError, _Chunked, classify, parse_response
+from millimcp.errors import ResponseFramingError
+from millimcp.lab.http1 import ResponseReader, ResponseReceived
+from millimcp.lab.loadgen import classify, parse_response
 from millimcp.lab.recording import Merger, Moments, Recorder, Reservoir, decode_histogram
 
 OK = b'{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}'
@@ -61,13 +63,15 @@ def test_a_response_is_framed_only_once_complete(chunked: bool) -> None:
 
 
 def test_chunked_bodies_decode_fed_byte_by_byte() -> None:
-    raw = response(OK, chunked=True, split=3).split(b"\r\n\r\n", 1)[1] + b"tail"
-    decoder = _Chunked()
+    raw = response(OK, chunked=True, split=3) + b"tail"
+    reader = ResponseReader()
     out = b""
     for i in range(len(raw) - 4):
-        data, done, _ = decoder.feed(raw[i : i + 1])
-        out += data
-        assert done == (i == len(raw) - 5)
+        events = reader.feed(raw[i : i + 1], i)
+        for event in events:
+            assert isinstance(event, ResponseReceived)
+            out += event.body
+        assert bool(events) == (i == len(raw) - 5)
     assert out == OK
 
 

@@ -8,17 +8,17 @@ import re
 
 import pytest
 
-from millimcp.errors import ConnectionLost, FrameTooLarge
+from millimcp.errors import ConnectionLost, FrameTooLarge, RequestRejected
 from millimcp.lab._table import Table, duration
 from millimcp.lab.stages import parse_server_timing, stage_order, summarize
-from millimcp.lab.timed_http import Endpoint, _ResponseReader
+from millimcp.lab.timed_http import Endpoint, ExchangeReader
 
 BODY = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 
 
-def feed_bytewise(reader: _ResponseReader, data: bytes) -> list[int]:
+def feed_bytewise(reader: ExchangeReader, data: bytes) -> list[int]:
     """Feed one byte at a time (time = the byte's index); when the message became ready."""
-    ready = []
+    ready: list[int] = []
     for i in range(len(data)):
         reader.feed(data[i : i + 1], i)
         if reader.exchange_ready and not ready:
@@ -30,7 +30,7 @@ def test_content_length_body_at_every_cut() -> None:
     head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
     data = head % len(BODY) + b"server-timing: total;dur=0.1\r\n\r\n" + BODY
     for cut in range(1, len(data)):
-        reader = _ResponseReader(7, 1 << 20)
+        reader = ExchangeReader(7, 1 << 20)
         reader.feed(data[:cut], 1)
         reader.feed(data[cut:], 2)
         assert reader.finished
@@ -43,7 +43,7 @@ def test_content_length_body_at_every_cut() -> None:
 def test_chunked_body_bytewise() -> None:
     chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (BODY[:10], BODY[10:]))
     data = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
-    reader = _ResponseReader(7, 1 << 20)
+    reader = ExchangeReader(7, 1 << 20)
     ready = feed_bytewise(reader, data)
     assert reader.finished
     assert reader.exchange.body == BODY
@@ -65,11 +65,12 @@ def test_sse_reply_times_the_answering_event() -> None:
     data = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
-    reader = _ResponseReader(7, 1 << 20)
+    reader = ExchangeReader(7, 1 << 20)
     reader.feed(data, 10)
     reader.feed(chunked[:30], 20)  # the comment and the start of the notification
     reader.feed(chunked[30 : chunked.index(b'event: message\ndata: {"jsonrpc":"2.0","id"')], 30)
-    assert not reader.exchange_ready
+    ready_before = reader.exchange_ready
+    assert not ready_before
     rest = chunked[chunked.index(b'event: message\ndata: {"jsonrpc":"2.0","id"') :]
     reader.feed(rest[:25], 40)
     reader.feed(rest[25:], 50)
@@ -85,16 +86,38 @@ def test_sse_reply_times_the_answering_event() -> None:
 
 def test_a_stream_that_ends_without_the_answer_fails() -> None:
     data = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 0\r\n\r\n"
-    reader = _ResponseReader(7, 1 << 20)
+    reader = ExchangeReader(7, 1 << 20)
     with pytest.raises(ConnectionLost, match="before the response"):
         reader.feed(data, 1)
 
 
+def test_a_refusal_as_an_empty_stream_keeps_its_status() -> None:
+    data = b"HTTP/1.1 503 Busy\r\ncontent-type: text/event-stream\r\ncontent-length: 0\r\n\r\n"
+    reader = ExchangeReader(7, 1 << 20)
+    with pytest.raises(RequestRejected, match="HTTP 503") as caught:
+        reader.feed(data, 1)
+    assert caught.value.status == 503
+
+
+def test_a_body_framed_by_the_end_of_the_connection() -> None:
+    reader = ExchangeReader(7, 1 << 20)
+    reader.feed(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + BODY[:9], 1)
+    reader.feed(BODY[9:], 2)
+    assert not reader.exchange_ready
+    reader.feed_eof(3)
+    assert reader.finished
+    assert (reader.exchange.body, reader.exchange.last_byte_ns) == (BODY, 3)
+    cut = ExchangeReader(7, 1 << 20)
+    cut.feed(b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n{", 1)
+    with pytest.raises(ConnectionLost, match="inside a response"):
+        cut.feed_eof(2)
+
+
 def test_caps() -> None:
-    reader = _ResponseReader(7, 10)
+    reader = ExchangeReader(7, 10)
     with pytest.raises(FrameTooLarge):
         reader.feed(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n", 1)
-    reader = _ResponseReader(7, 10)
+    reader = ExchangeReader(7, 10)
     with pytest.raises(FrameTooLarge):
         reader.feed(b"HTTP/1.1 200 OK\r\n" + b"x" * 70_000, 1)
 
