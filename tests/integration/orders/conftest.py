@@ -88,7 +88,8 @@ def recommender(orders_dir: Path) -> Iterator[str]:
 
 def recommender_stats(base: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{base}/stats", timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
+        stats: dict[str, Any] = json.loads(response.read())
+    return stats
 
 
 class Launcher:

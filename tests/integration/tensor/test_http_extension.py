@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
@@ -59,7 +59,12 @@ class TensorRpc:
         return self.client.post(self.url, content=content, headers=headers)
 
     def call(
-        self, name: str, arguments: dict[str, Any], *, raw: bool, to: str = "numpy"
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        raw: bool,
+        to: Literal["numpy", "torch"] = "numpy",
     ) -> tuple[dict[str, Any], dict[str, Any], httpx.Response]:
         """(the JSON-RPC reply, the tensors of its result, the response)."""
         args, attachment = encode_arguments(arguments, raw)
@@ -72,9 +77,9 @@ class TensorRpc:
         if kind.startswith(ATTACHMENT_MEDIA_TYPE):
             message, data = split(bytearray(response.content), 1 << 20)
             reply = json.loads(message)
-            return reply, decode_result(reply["result"], data, to), response  # type: ignore[arg-type]
+            return reply, decode_result(reply["result"], data, to), response
         reply = json.loads(response.content)
-        return reply, decode_result(reply["result"], None, to), response  # type: ignore[arg-type]
+        return reply, decode_result(reply["result"], None, to), response
 
 
 @pytest.fixture(scope="module")
