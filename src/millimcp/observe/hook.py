@@ -6,7 +6,7 @@ When nobody listens, ``TRACE.active`` is False and every call site costs one ``i
 
 Listeners (Server-Timing, Prometheus, OpenTelemetry, your own) subclass :class:`Listener`
 and are added with ``TRACE.add(listener)``. A request is reported twice: ``started`` once
-the dispatcher knows the method and target (the handler has not run yet, so a listener may
+the front knows the method and target (the handler has not run yet, so a listener may
 set context variables such as the current span) and ``ended`` after the response headers
 are sent. Events (``cache``, ``rejected``...) are small counters with labels.
 """

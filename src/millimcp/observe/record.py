@@ -33,7 +33,7 @@ def _ms(us: int) -> bytes:
 
 
 class RequestRecord(msgspec.Struct, eq=False):
-    """Timestamps (``perf_counter_ns``) and facts of one request; filled by the dispatcher,
+    """Timestamps (``perf_counter_ns``) and facts of one request; filled by the HTTP fronts,
     tools and the cache. A struct: one is built per traced request, in C.
 
     The request path only stores timestamps (``handler_start``, ``handled_at``,

@@ -26,11 +26,9 @@ era has (``ping``, ``logging/setLevel``...)     ``initialize``, the rest needs i
 anything else                                   handshake
 ==============================================  ==========================================
 
-After the era come its checks. A modern request: :func:`check_modern_method` (the method is
-in the era), :func:`check_modern_meta` (``_meta`` is complete), :func:`check_modern_version`
-(the version is served); over HTTP the header checks go between them (the order of checks is
-the HTTP front's, in ``millimcp.session.http_modern``). The handshake era:
-:func:`negotiate_handshake` and :func:`check_handshake_version`.
+After the era come its checks: :func:`check_modern` for a modern request (over HTTP with its
+headers), :func:`negotiate_handshake` and :func:`check_handshake_version` for the handshake
+era.
 """
 
 from __future__ import annotations
@@ -38,7 +36,8 @@ from __future__ import annotations
 from typing import Final, Literal, TypeAlias
 
 from millimcp.errors import InvalidParams, MethodNotFound, UnsupportedProtocolVersion
-from millimcp.protocol.methods import METHODS
+from millimcp.protocol.headers import McpHeaders
+from millimcp.protocol.methods import LEGACY_ONLY, METHODS
 from millimcp.protocol.types import RequestMeta
 from millimcp.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 
@@ -47,9 +46,7 @@ __all__ = [
     "MODERN",
     "Era",
     "check_handshake_version",
-    "check_modern_meta",
-    "check_modern_method",
-    "check_modern_version",
+    "check_modern",
     "classify_http",
     "classify_line",
     "is_handshake_version",
@@ -61,8 +58,10 @@ Era: TypeAlias = Literal["modern", "handshake"]
 MODERN: Final = "modern"
 HANDSHAKE: Final = "handshake"
 
-_MODERN: Final = frozenset(MODERN_VERSIONS)
-_LEGACY: Final = frozenset(LEGACY_VERSIONS)
+# Tuples, not sets: the versions compared are strings fresh from a decoder, and comparing
+# them with two or three short constants costs less than hashing them.
+_MODERN: Final = MODERN_VERSIONS
+_LEGACY: Final = LEGACY_VERSIONS
 
 
 def classify_http(
@@ -83,29 +82,42 @@ def classify_line(method: str, meta_version: str | None) -> Era:
     return MODERN
 
 
-def check_modern_method(method: str) -> None:
-    """-32601 for a method that only the handshake era has."""
-    if METHODS[method].era == "legacy":
+def check_modern(
+    method: str,
+    meta: RequestMeta | None,
+    name: str | None = None,
+    headers: McpHeaders | None = None,
+) -> str:
+    """A modern request's checks, in the spec's order; returns its version.
+
+    1. the method is in the era (-32601, HTTP 404);
+    2. over HTTP (``headers``): ``Mcp-Method`` agrees with the body, then ``Mcp-Name`` with
+       ``name`` (the params' name or URI, for the methods that have one) (-32020);
+    3. ``_meta`` carries the version and the client's capabilities (-32602);
+    4. over HTTP: ``MCP-Protocol-Version`` agrees with ``_meta`` (-32020);
+    5. the version is served (-32022).
+    """
+    if method in LEGACY_ONLY:
         raise MethodNotFound(f"Method not found: {method}")
-
-
-def check_modern_meta(meta: RequestMeta | None) -> str:
-    """-32602 unless ``_meta`` carries the version and the client's capabilities; the version."""
+    if headers is not None:
+        if headers.method != method:
+            headers.check_method(method)
+        if name is not None and headers.name != name:
+            headers.check_name(name)
     if meta is None or meta.protocol_version is None or meta.client_capabilities is None:
         raise InvalidParams(
             "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
             "and io.modelcontextprotocol/clientCapabilities"
         )
-    return meta.protocol_version
-
-
-def check_modern_version(version: str | None) -> None:
-    """-32022 for a version this server does not serve."""
+    version = meta.protocol_version
+    if headers is not None and headers.protocol_version != version:
+        headers.check_version(version)
     if version not in _MODERN:
         raise UnsupportedProtocolVersion(
             "Unsupported protocol version",
             {"supported": list(MODERN_VERSIONS), "requested": version},
         )
+    return version
 
 
 def negotiate_handshake(requested: str, enabled: bool = True) -> str:

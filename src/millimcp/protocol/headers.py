@@ -67,7 +67,7 @@ class McpHeaders(msgspec.Struct, gc=False):
         """``Mcp-Param-*`` values keyed by lower-cased name suffix (read on first use)."""
         if self._params is None:
             self._params = {
-                name[10:].decode("latin-1"): value.decode("latin-1")
+                name[10:].decode("latin-1").lower(): value.decode("latin-1")
                 for name, value in self.raw or ()
                 if name[:10].lower() == b"mcp-param-"
             }

@@ -139,8 +139,12 @@ def check_utf8(data: bytes) -> None:
 
 
 def check_nesting(data: bytes, max_depth: int) -> None:
-    """Raise ParseError when ``data`` nests deeper than ``max_depth``."""
-    if len(data) > max_depth:
+    """Raise ParseError when ``data`` nests deeper than ``max_depth``.
+
+    A body with fewer brackets than the limit cannot nest past it: counting them (in C) is
+    all most bodies cost.
+    """
+    if len(data) > max_depth and data.count(b"[") + data.count(b"{") > max_depth:
         try:
             check_depth(data, max_depth)
         except JsonDecodeFailure as exc:

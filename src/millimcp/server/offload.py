@@ -18,12 +18,13 @@ import functools
 import inspect
 import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from millimcp.errors import ConfigurationError
 
 __all__ = [
+    "Pools",
     "check_process_safe",
     "new_process_pool",
     "run_in_process",
@@ -80,3 +81,53 @@ def stop_process_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.terminate()
+
+
+class Pools:
+    """A server's thread pool (sync handlers) and process pool (``executor="process"``
+    tools), each started on first use and stopped by :meth:`close` (a later use starts a new
+    one)."""
+
+    __slots__ = ("_processes", "_threads", "process_workers", "thread_workers")
+
+    def __init__(self, thread_workers: int, process_workers: int) -> None:
+        self.thread_workers = thread_workers
+        self.process_workers = process_workers
+        self._threads: ThreadPoolExecutor | None = None
+        self._processes: ProcessPoolExecutor | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<Pools threads={'on' if self._threads else 'off'} "
+            f"processes={'on' if self._processes else 'off'}>"
+        )
+
+    @property
+    def threads(self) -> ThreadPoolExecutor:
+        threads = self._threads
+        if threads is None:
+            threads = self._threads = ThreadPoolExecutor(
+                self.thread_workers, thread_name_prefix="millimcp-sync"
+            )
+        return threads
+
+    @property
+    def processes(self) -> ProcessPoolExecutor:
+        processes = self._processes
+        if processes is None:
+            processes = self._processes = new_process_pool(self.process_workers)
+        return processes
+
+    @property
+    def started_processes(self) -> ProcessPoolExecutor | None:
+        """The process pool if it has been started, else None (nothing is started)."""
+        return self._processes
+
+    def close(self) -> None:
+        """Stop both pools without waiting for calls still running."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
+        if self._processes is not None:
+            stop_process_pool(self._processes)
+            self._processes = None

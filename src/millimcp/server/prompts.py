@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any
 
 from millimcp.errors import InvalidParams
@@ -19,7 +18,8 @@ from millimcp.protocol.types import (
     ResourceLink,
     TextContent,
 )
-from millimcp.server.offload import run_sync
+from millimcp.server.invoke import Invoker, context_parameter
+from millimcp.server.offload import Pools
 from millimcp.session import Context
 
 __all__ = ["PromptEntry"]
@@ -28,7 +28,9 @@ _BLOCKS = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResour
 
 
 class PromptEntry:
-    __slots__ = ("context_param", "definition", "fn", "is_async", "name", "required")
+    """One prompt: its wire definition (arguments from the signature) and its function."""
+
+    __slots__ = ("definition", "fn", "invoke", "known", "name", "required")
 
     def __init__(
         self,
@@ -41,14 +43,13 @@ class PromptEntry:
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
-        self.is_async = inspect.iscoroutinefunction(fn)
+        context_param = context_parameter(fn)
+        self.invoke = Invoker(fn, context_param=context_param)
         descriptions = argument_descriptions or {}
         arguments: list[PromptArgument] = []
-        self.context_param: str | None = None
         self.required: list[str] = []
         for pname, param in inspect.signature(fn).parameters.items():
-            if param.annotation in (Context, "Context"):
-                self.context_param = pname
+            if pname == context_param:
                 continue
             required = param.default is param.empty
             if required:
@@ -56,6 +57,7 @@ class PromptEntry:
             arguments.append(
                 PromptArgument(name=pname, description=descriptions.get(pname), required=required)
             )
+        self.known = frozenset(a.name for a in arguments)
         self.definition = Prompt(
             name=self.name,
             title=title,
@@ -67,26 +69,23 @@ class PromptEntry:
         return f"<Prompt {self.name}>"
 
     async def get(
-        self, arguments: dict[str, str] | None, ctx: Context, executor: Executor | None
+        self, arguments: dict[str, str] | None, ctx: Context, pools: Pools
     ) -> GetPromptResult:
+        """Check the required arguments (-32602), run the function, convert its messages."""
         arguments = arguments or {}
         missing = [name for name in self.required if name not in arguments]
         if missing:
             raise InvalidParams(
                 f"Invalid params: prompt {self.name!r} needs argument(s) {', '.join(missing)}"
             )
-        known = {a.name for a in self.definition.arguments or ()}
-        kwargs: dict[str, Any] = {k: v for k, v in arguments.items() if k in known}
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        if self.is_async:
-            value = await self.fn(**kwargs)
-        else:
-            value = await run_sync(executor, self.fn, kwargs)
+        kwargs: dict[str, Any] = {k: v for k, v in arguments.items() if k in self.known}
+        value = await self.invoke(kwargs, ctx, pools)
         return to_prompt_result(value, self.definition.description)
 
 
 def to_prompt_result(value: Any, description: str | None) -> GetPromptResult:
+    """Turn what a prompt function returned (a result, messages, text or content blocks, or
+    a list of them) into a ``GetPromptResult``; ``TypeError`` for anything else."""
     if isinstance(value, GetPromptResult):
         return value
     items = value if isinstance(value, list | tuple) else [value]

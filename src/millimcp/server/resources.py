@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any
 
 import msgspec
@@ -20,7 +19,8 @@ from millimcp.protocol.types import (
     ResourceTemplate,
     TextResourceContents,
 )
-from millimcp.server.offload import run_sync
+from millimcp.server.invoke import Invoker, context_parameter
+from millimcp.server.offload import Pools
 from millimcp.server.uri_template import UriTemplate
 from millimcp.session import Context
 
@@ -32,11 +32,11 @@ class ResourceEntry:
 
     __slots__ = (
         "cache_scope",
-        "context_param",
         "definition",
         "fn",
-        "is_async",
+        "invoke",
         "mime_type",
+        "parameters",
         "template",
         "ttl_ms",
         "uri",
@@ -56,20 +56,18 @@ class ResourceEntry:
     ) -> None:
         self.uri = uri
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
         self.mime_type = mime_type
         self.ttl_ms = ttl_ms
         self.cache_scope: CacheScope = cache_scope
         self.template = UriTemplate(uri) if "{" in uri else None
-        params = inspect.signature(fn).parameters
-        self.context_param = next(
-            (n for n, p in params.items() if p.annotation in (Context, "Context")), None
-        )
-        wanted = {n for n in params if n != self.context_param}
+        context_param = context_parameter(fn)
+        self.invoke = Invoker(fn, context_param=context_param)
+        self.parameters = frozenset(inspect.signature(fn).parameters) - {context_param}
+        """The URI variables the function takes."""
         given = set(self.template.variables) if self.template is not None else set()
-        if not wanted <= given:
+        if not self.parameters <= given:
             raise ConfigurationError(
-                f"resource {uri!r}: parameters {sorted(wanted - given)} are not in the URI"
+                f"resource {uri!r}: parameters {sorted(self.parameters - given)} are not in the URI"
             )
         name = name or fn.__name__
         description = description or inspect.getdoc(fn)
@@ -91,16 +89,11 @@ class ResourceEntry:
         return f"<Resource {self.uri}>"
 
     async def read(
-        self, uri: str, variables: dict[str, str], ctx: Context, executor: Executor | None
+        self, uri: str, variables: dict[str, str], ctx: Context, pools: Pools
     ) -> list[ResourceContents]:
-        params = inspect.signature(self.fn).parameters
-        kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in params}
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        if self.is_async:
-            value = await self.fn(**kwargs)
-        else:
-            value = await run_sync(executor, self.fn, kwargs)
+        """Run the function with the URI's ``variables`` and convert what it returned."""
+        kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in self.parameters}
+        value = await self.invoke(kwargs, ctx, pools)
         return to_contents(uri, value, self.mime_type)
 
 

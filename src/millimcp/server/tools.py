@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import typing
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any, Final
 
 import msgspec
 
-from millimcp.cache import CachedTool, Invalidates
+from millimcp.cache import CachedTool, CacheStore, Invalidates
 from millimcp.codec import encode
 from millimcp.errors import (
     ConfigurationError,
@@ -39,7 +37,10 @@ from millimcp.protocol.types import (
     ToolAnnotations,
 )
 from millimcp.protocol.versions import is_modern
-from millimcp.server.offload import check_process_safe, run_in_process, run_sync
+from millimcp.resilience import InFlightLimiter
+from millimcp.server.invoke import Invoker
+from millimcp.server.offload import Pools
+from millimcp.server.options import ToolOptions
 from millimcp.server.schema import ArgumentModel, OutputModel
 from millimcp.session import Context, InputRequired
 from millimcp.tensor.extension import (
@@ -57,10 +58,15 @@ log: Final = logging.getLogger("millimcp.server")
 
 TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
 _CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+_DEFAULT_OPTIONS: Final = ToolOptions()
 
 
 class ToolEntry:
-    """One tool: its wire definition and the callable behind it."""
+    """One tool: its wire definition, the callable behind it and how one call runs.
+
+    ``options`` are read once, here; ``store`` is the server's result cache, needed when the
+    options ask for ``cache`` or ``invalidates``.
+    """
 
     __slots__ = (
         "args",
@@ -69,7 +75,9 @@ class ToolEntry:
         "fn",
         "header_params",
         "invalidates",
+        "invoke",
         "is_async",
+        "limiter",
         "meta",
         "name",
         "output",
@@ -83,57 +91,51 @@ class ToolEntry:
     def __init__(
         self,
         fn: Callable[..., Any],
+        options: ToolOptions = _DEFAULT_OPTIONS,
         *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | dict[str, Any] | None = None,
-        timeout: float | None = None,
-        structured: bool | None = None,
-        text_mirror: bool = True,
-        meta: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        cached: CachedTool | None = None,
-        invalidates: Invalidates | None = None,
-        process: bool = False,
+        store: CacheStore | None = None,
     ) -> None:
         self.fn = fn
-        self.cached = cached
-        """The cache policy bound to the server's store (``cache=``), or None."""
-        self.invalidates = invalidates
-        """Tags this tool invalidates after a successful call (``invalidates=``), or None."""
-        self.process = process
+        self.name = options.name or fn.__name__
+        self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
-        if process:
-            check_process_safe(fn)
-        self.name = name or fn.__name__
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.timeout = options.timeout
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
+        self.invoke = Invoker(
+            fn, context_param=self.args.context_param, timeout=self.timeout, process=self.process
+        )
+        self.is_async = self.invoke.is_async
+        input_schema = options.input_schema
         wire_schema = self.args.schema if input_schema is None else dict(input_schema)
-        self.header_params = _header_params(wire_schema, headers or {}, fn.__qualname__)
-        if process and self.args.context_param is not None:
-            raise ConfigurationError(f"{fn.__qualname__}: a process tool cannot take a Context")
+        self.header_params = _header_params(wire_schema, options.headers or {}, fn.__qualname__)
         hints = typing.get_type_hints(fn, include_extras=True)
         returns = hints.get("return", inspect.Signature.empty)
         returns_tensors = tensor_return(returns)
         self.tensors = returns_tensors or bool(self.args.tensor_fields)
         """Takes or returns tensors (dev.millimcp/tensor)."""
-        if self.tensors and cached is not None:
+        self.cached, self.invalidates = _cache_bindings(fn, self.name, options, store)
+        """The cache policy and the tags to invalidate, bound to the server's store, or None."""
+        if self.tensors and self.cached is not None:
             # a cached result would lose its raw attachment, and arrays make no cache key
             raise ConfigurationError(f"{fn.__qualname__}: a tool with tensors cannot be cached")
+        self.limiter = (
+            None
+            if options.concurrency is None
+            else InFlightLimiter(options.concurrency, f"tool {self.name}")
+        )
+        """This tool's own in-flight limit (``concurrency=``), or None."""
         self.output = (
             OutputModel.for_return(returns)
-            if structured is not False and not returns_tensors
+            if options.structured is not False and not returns_tensors
             else None
         )
-        self.text_mirror = text_mirror
-        self.timeout = timeout
+        self.text_mirror = options.text_mirror
+        annotations = options.annotations
         if isinstance(annotations, dict):
             annotations = msgspec.convert(annotations, ToolAnnotations)
-        meta = dict(meta or {})
-        if timeout is not None:
-            meta[TIMEOUT_META_KEY] = int(timeout * 1000)
+        meta = dict(options.meta or {})
+        if self.timeout is not None:
+            meta[TIMEOUT_META_KEY] = int(self.timeout * 1000)
         if self.tensors:
             meta[EXTENSION] = {
                 "arguments": list(self.args.tensor_fields),
@@ -143,18 +145,18 @@ class ToolEntry:
         self.plain = (
             self.is_async
             and not self.tensors
-            and timeout is None
+            and self.timeout is None
             and not self.header_params
             and self.args.context_param is None
-            and cached is None
-            and invalidates is None
+            and self.cached is None
+            and self.invalidates is None
         )
         """The common case (async, no timeout, no context, no header params, no cache): a
         shorter path."""
         self.definition = Tool(
             name=self.name,
-            title=title,
-            description=description or inspect.getdoc(fn),
+            title=options.title,
+            description=options.description or inspect.getdoc(fn),
             input_schema=wire_schema,
             output_schema=self.output.schema if self.output is not None else None,
             annotations=annotations,
@@ -164,9 +166,7 @@ class ToolEntry:
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"
 
-    async def call(
-        self, raw_arguments: bytes, ctx: Context, executor: Executor | None
-    ) -> CallToolResult:
+    async def call(self, raw_arguments: bytes, ctx: Context, pools: Pools) -> CallToolResult:
         """Validate, run and convert. Tool failures become ``isError`` results."""
         record = current_record() if TRACE.active else None
         started = clock() if record is not None else 0
@@ -195,36 +195,16 @@ class ToolEntry:
             # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
             check_param_headers(self.header_params, _json_arguments(raw_arguments), ctx.headers)
         if self.cached is not None:
-            result = await self.cached.call(
-                kwargs, ctx, lambda: self._invoke(kwargs, ctx, executor)
-            )
+            result = await self.cached.call(kwargs, ctx, lambda: self._run(kwargs, ctx, pools))
         else:
-            result = await self._invoke(kwargs, ctx, executor)
+            result = await self._run(kwargs, ctx, pools)
         if self.invalidates is not None:
             await self.invalidates.after(kwargs, result)
         return result
 
-    async def _invoke(
-        self, kwargs: dict[str, Any], ctx: Context, executor: Executor | None
-    ) -> CallToolResult:
-        if self.args.context_param is not None:
-            kwargs[self.args.context_param] = ctx
+    async def _run(self, kwargs: dict[str, Any], ctx: Context, pools: Pools) -> CallToolResult:
         try:
-            if self.is_async:
-                if self.timeout is None:
-                    value = await self.fn(**kwargs)
-                else:
-                    async with asyncio.timeout(self.timeout):
-                        value = await self.fn(**kwargs)
-            else:
-                if self.process:
-                    assert executor is not None
-                    future = run_in_process(executor, self.fn, kwargs)
-                else:
-                    future = run_sync(executor, self.fn, kwargs)
-                value = await (
-                    future if self.timeout is None else asyncio.wait_for(future, self.timeout)
-                )
+            value = await self.invoke(kwargs, ctx, pools)
         except (ProtocolError, InputRequired):
             raise
         except Exception as exc:
@@ -247,6 +227,22 @@ class ToolEntry:
         except (TypeError, ValueError) as exc:
             log.error("tool %s returned an unusable value: %s", self.name, exc)
             return error_result(f"Tool {self.name!r} returned a value that cannot be sent")
+
+
+def _cache_bindings(
+    fn: Callable[..., Any], name: str, options: ToolOptions, store: CacheStore | None
+) -> tuple[CachedTool | None, Invalidates | None]:
+    """``options.cache`` and ``options.invalidates`` bound to the server's store."""
+    if options.cache is None and not options.invalidates:
+        return None, None
+    if store is None:
+        raise ConfigurationError(f"{fn.__qualname__}: cache= and invalidates= need a cache store")
+    parameters = tuple(inspect.signature(fn).parameters)
+    cached = None if options.cache is None else CachedTool(store, options.cache, name, parameters)
+    invalidates = (
+        Invalidates(store, options.invalidates, name, parameters) if options.invalidates else None
+    )
+    return cached, invalidates
 
 
 def _tensor_result(value: Any, ctx: Context) -> CallToolResult:

@@ -4,7 +4,7 @@ Input from the client (elicitation, sampling, roots) is one call for the handler
 eras. In the handshake era it is a server-to-client request on the request's stream, and
 the call returns the client's answer. In the modern era it follows the multi round-trip
 pattern: when a handler asks for input it does not have yet, :class:`InputRequired`
-unwinds the handler and the dispatcher answers with an ``InputRequiredResult`` whose sealed
+unwinds the handler and the router answers with an ``InputRequiredResult`` whose sealed
 ``requestState`` remembers the answers gathered so far. When the client retries with the
 answers, the handler runs again from the top and this time each ``await ctx.elicit(...)``
 returns its answer. Handlers must therefore do their side effects after their input calls.
@@ -40,7 +40,7 @@ from millimcp.protocol.types import (
     SamplingMessage,
 )
 
-__all__ = ["Attachments", "Context", "InputRequired"]
+__all__ = ["AttachmentSource", "Attachments", "Context", "InputRequired"]
 
 _LEVELS: Final[dict[str, int]] = {
     name: rank
@@ -59,8 +59,14 @@ Emit = Callable[[bytes], Awaitable[None]]
 Ask = Callable[[InputRequest], Awaitable[msgspec.Raw]]
 
 
-class _Reply(Protocol):
-    """What :class:`Attachments` needs to know of the reply under way."""
+class AttachmentSource(Protocol):
+    """Where a front's request attachment comes from, and whether its reply can carry one
+    (the HTTP exchange of the request, seen through this narrow window)."""
+
+    @property
+    def attachment(self) -> memoryview | None:
+        """The request's attachment, if it had one."""
+        ...
 
     @property
     def streaming(self) -> bool:
@@ -71,23 +77,26 @@ class _Reply(Protocol):
 class Attachments(msgspec.Struct, eq=False):
     """The binary side channel of one request (``dev.millimcp/tensor``), transport-neutral.
 
-    The HTTP fronts fill it in both eras; other transports leave ``Context.attachments`` None
-    (a tool then sends tensors as base64). A handler reads :attr:`request` and sets
-    :attr:`reply` or :attr:`compressible`; the front reads them off the outcome of the request.
+    The HTTP fronts provide it in both eras; on other transports ``Context.attachments`` is
+    None (a tool then sends tensors as base64). A handler reads :attr:`request` and sets
+    :attr:`reply` or :attr:`compressible`; the router puts them on the request's outcome.
     """
 
-    request: memoryview | None = None
-    """The request's attachment (a writable view of the body, not copied), if it had one."""
+    _source: AttachmentSource
     reply: list[Any] | None = None
     """Buffers to send after the JSON reply, in the extension's framing (set by a handler)."""
     compressible: bool = True
     """False when the reply will not compress (base64 of binary numbers): sent as it is."""
-    _reply: _Reply | None = None
+
+    @property
+    def request(self) -> memoryview | None:
+        """The request's attachment (a writable view of the body, not copied), if it had one."""
+        return self._source.attachment
 
     @property
     def can_reply(self) -> bool:
         """Whether the reply can still carry an attachment (it is not an event stream yet)."""
-        return self._reply is not None and not self._reply.streaming
+        return not self._source.streaming
 
 
 class InputRequired(Exception):
@@ -123,10 +132,22 @@ class Context(msgspec.Struct, eq=False):
     """How to ask the client directly (handshake era); None: ask through MRTR."""
     session: Any = None
     """The handshake-era :class:`~millimcp.session.sessions.Session`; None when modern."""
-    attachments: Attachments | None = None
-    """Binary attachments of the request and its reply (HTTP, either era); None elsewhere."""
     lifespan: Any = None
     """What the server's lifespan yielded (``Server(lifespan=...)``), for every handler."""
+    _source: AttachmentSource | None = None
+    """Set by the HTTP fronts; :attr:`attachments` is made from it on first use."""
+    _attachments: Attachments | None = None
+
+    @property
+    def attachments(self) -> Attachments | None:
+        """Binary attachments of the request and its reply (HTTP, either era); None elsewhere.
+
+        Made on first use: a request that never looks costs nothing.
+        """
+        attachments = self._attachments
+        if attachments is None and self._source is not None:
+            attachments = self._attachments = Attachments(self._source)
+        return attachments
 
     @property
     def protocol_version(self) -> str | None:

@@ -12,34 +12,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from millimcp.transports.http import Exchange
+from millimcp.session.inflight import Call
 
 __all__ = ["DisconnectSweeper"]
 
 
-def _start_watching(exchange: Exchange) -> None:
-    watcher = asyncio.ensure_future(exchange.wait_disconnect())
-    exchange.watcher = watcher
+def _start_watching(call: Call) -> None:
+    assert call.disconnect is not None
+    watcher = asyncio.ensure_future(call.disconnect.wait_disconnect())
+    call.watcher = watcher
 
     def on_done(done: asyncio.Future[None]) -> None:
         if done.cancelled() or done.exception() is not None:
             return
-        exchange.disconnected = True
-        if exchange.task is not None:
-            exchange.task.cancel()
+        call.disconnected = True
+        if call.task is not None:
+            call.task.cancel()
 
     watcher.add_done_callback(on_done)
 
 
 class DisconnectSweeper:
-    """Hot path: ``active.add(exchange)``, ``ensure_running()`` only when ``task is None``,
-    then :meth:`leave`. (The dispatcher inlines the first two.)"""
+    """Hot path: :meth:`enter` (a set insertion; the sweeper starts when it is not running),
+    then :meth:`leave`."""
 
     __slots__ = ("_idle_sweeps", "active", "period", "task")
 
     def __init__(self, period: float = 0.05) -> None:
         self.period = period
-        self.active: set[Exchange] = set()
+        self.active: set[Call] = set()
         self.task: asyncio.Task[None] | None = None
         """The sweeper's task; None when it is not running (it stops when idle, and when its
         event loop shuts down and cancels it)."""
@@ -48,19 +49,21 @@ class DisconnectSweeper:
     def __repr__(self) -> str:
         return f"<DisconnectSweeper active={len(self.active)} running={self.task is not None}>"
 
-    def enter(self, watched: Exchange) -> None:
-        self.active.add(watched)
+    def enter(self, call: Call) -> None:
+        """Watch ``call`` (it has a ``disconnect`` to wait on) while it runs."""
+        self.active.add(call)
         if self.task is None:
-            self.ensure_running()
+            self.start()
 
-    def ensure_running(self) -> None:
+    def start(self) -> None:
+        """Start sweeping (when not running already)."""
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._sweep())
 
-    def leave(self, watched: Exchange) -> None:
-        self.active.discard(watched)
-        if watched.watcher is not None:
-            watched.watcher.cancel()
+    def leave(self, call: Call) -> None:
+        self.active.discard(call)
+        if call.watcher is not None:
+            call.watcher.cancel()
 
     async def _sweep(self) -> None:
         try:
@@ -72,12 +75,12 @@ class DisconnectSweeper:
                         return  # idle: stop; the next request starts a new sweeper
                     continue
                 self._idle_sweeps = 0
-                for watched in tuple(self.active):
-                    if watched.watcher is None:
-                        if watched.age:
-                            _start_watching(watched)
+                for call in tuple(self.active):
+                    if call.watcher is None:
+                        if call.age:
+                            _start_watching(call)
                         else:
-                            watched.age = 1
+                            call.age = 1
         finally:
             with contextlib.suppress(RuntimeError):
                 if self.task is asyncio.current_task():

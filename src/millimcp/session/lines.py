@@ -2,7 +2,8 @@
 
 A request with modern ``_meta`` is served statelessly; ``initialize`` makes the rest of
 the connection a handshake-era session, whose server-to-client requests go out on the same
-channel and whose answers come back on it. ``notifications/cancelled`` cancels a request
+channel and whose answers come back on it (which era a line is:
+:func:`millimcp.protocol.eras.classify_line`). ``notifications/cancelled`` cancels a request
 in either era, and a cancelled request gets no answer. Requests run concurrently, each in
 its own task; messages go out whole, one per line, in the order they are written.
 """
@@ -16,33 +17,39 @@ from typing import Any
 
 from millimcp.errors import InvalidParams, InvalidRequest, MethodNotFound, ProtocolError
 from millimcp.protocol import METHODS, Message, encode_error
-from millimcp.protocol.types import RequestId
-from millimcp.session.context import Context
-from millimcp.session.dispatcher import (
-    Dispatcher,
-    Route,
-    check_modern_meta,
-    check_modern_version,
+from millimcp.protocol.eras import (
+    HANDSHAKE,
+    check_modern,
+    classify_line,
+    negotiate_handshake,
 )
-from millimcp.session.handshake import cancelled_request, handshake_context, on_notification
-from millimcp.session.sessions import Session
+from millimcp.session.context import Context
+from millimcp.session.inflight import Call, InFlight, cancelled_id
+from millimcp.session.router import Route, Router
+from millimcp.session.sessions import Session, SessionConfig
 
 __all__ = ["LineConnection"]
 
 
 class LineConnection:
-    """Joins a line transport to a :class:`Dispatcher`; ``write`` sends one message."""
+    """Joins a line transport to a :class:`~millimcp.session.router.Router`; ``write`` sends
+    one message."""
 
-    def __init__(self, dispatcher: Dispatcher, write: Callable[[bytes], None]) -> None:
-        self.dispatcher = dispatcher
+    def __init__(
+        self,
+        router: Router,
+        write: Callable[[bytes], None],
+        sessions: SessionConfig | None = None,
+    ) -> None:
+        self.router = router
         self.write = write
+        self.config = sessions or SessionConfig()
         self.session: Session | None = None
-        self.running: dict[RequestId, asyncio.Task[None]] = {}
-        self.cancelled: set[RequestId] = set()
+        self.inflight = InFlight()
 
     def __repr__(self) -> str:
         era = "handshake" if self.session is not None else "modern"
-        return f"<LineConnection {era} running={len(self.running)}>"
+        return f"<LineConnection {era} running={len(self.inflight)}>"
 
     async def emit(self, message: bytes) -> None:
         self.write(message)
@@ -51,20 +58,21 @@ class LineConnection:
         """Take one inbound message; a request starts a task, the rest is handled now."""
         request_id: Any = None
         try:
-            method, request_id, params, route, message = self.dispatcher.admit(line)
+            method, request_id, params, route, message = self.router.admit(line)
             if route is None:
                 assert message is not None
                 self._take(method, message)
                 return
             assert method is not None
-            if request_id in self.running:
+            if request_id in self.inflight:
                 raise InvalidRequest("Invalid request: this id is already in flight")
             ctx = self._context(method, request_id, params, route)
         except ProtocolError as exc:
             self.write(encode_error(request_id, exc))
             return
-        task = asyncio.get_running_loop().create_task(self._serve(route, params, ctx))
-        self.running[request_id] = task
+        call = Call()
+        self.inflight.add(request_id, call)
+        call.task = asyncio.get_running_loop().create_task(self._serve(route, params, ctx, call))
 
     def refuse_line(self, limit: int) -> None:
         """A line over the size limit was discarded unread."""
@@ -76,7 +84,7 @@ class LineConnection:
 
     async def aclose(self, grace_s: float = 0.0) -> None:
         """Let running requests finish for ``grace_s``, then cancel the rest and wait."""
-        tasks = list(self.running.values())
+        tasks = self.inflight.tasks()
         if tasks and grace_s > 0:
             _, pending = await asyncio.wait(tasks, timeout=grace_s)
             tasks = list(pending)
@@ -93,30 +101,24 @@ class LineConnection:
             if self.session is not None:
                 self.session.resolve(message)
         elif method == "notifications/cancelled":
-            request_id = cancelled_request(message)
-            task = self.running.get(request_id) if request_id is not None else None
-            if task is not None:
-                self.cancelled.add(request_id)
-                task.cancel()
+            self.inflight.cancel(cancelled_id(message))
         elif self.session is not None:
-            on_notification(self.session, method, message)
+            self.session.on_notification(method, message)
 
     def _context(self, method: str, request_id: Any, params: Any, route: Route) -> Context:
-        dispatcher = self.dispatcher
         meta = params.meta
-        era = METHODS[method].era
+        if classify_line(method, None if meta is None else meta.protocol_version) != HANDSHAKE:
+            check_modern(method, meta)
+            if route.input_required and (params.request_state or params.input_responses):
+                return self.router.mrtr.context(request_id, method, params, self.emit)
+            return Context(request_id, method, meta, self.emit)
         if method == "initialize":
-            config = dispatcher.session_config
-            version = dispatcher.handshake._negotiate(params.protocol_version)
+            version = negotiate_handshake(params.protocol_version, self.config.enabled)
             if self.session is not None:
                 raise InvalidRequest("Invalid request: this connection is initialized already")
             self.session = Session(
-                None, version, params.capabilities, params.client_info, config, self.write
+                None, version, params.capabilities, params.client_info, self.config, self.write
             )
-        elif era != "legacy" and meta is not None and meta.protocol_version is not None:
-            check_modern_meta(meta)
-            check_modern_version(meta.protocol_version)
-            return dispatcher.modern_context(request_id, method, params, route, self.emit)
         session = self.session
         if session is None:
             if method == "ping":
@@ -125,20 +127,16 @@ class LineConnection:
                 "Invalid params: send initialize first (handshake era), or _meta with "
                 "io.modelcontextprotocol/protocolVersion (2026-07-28)"
             )
-        if era == "modern":
+        if METHODS[method].era == "modern":
             raise MethodNotFound(f"Method not found: {method} (not in the handshake era)")
         ask = functools.partial(session.request, send=self.emit)
-        return handshake_context(request_id, method, params, session, self.emit, ask)
+        return session.context(request_id, method, params, self.emit, ask)
 
-    async def _serve(self, route: Route, params: Any, ctx: Context) -> None:
+    async def _serve(self, route: Route, params: Any, ctx: Context, call: Call) -> None:
         request_id: Any = ctx.request_id
         try:
-            _, data, _ = await self.dispatcher.run(route, params, ctx)
-        except asyncio.CancelledError:
-            if request_id in self.cancelled:
-                return  # cancelled by the client: no answer, as the spec says
-            raise
+            outcome = await self.router.run(route, params, ctx, call)
         finally:
-            self.running.pop(request_id, None)
-            self.cancelled.discard(request_id)
-        self.write(data)
+            self.inflight.discard(request_id, call)
+        if outcome is not None:  # None: cancelled by the client, no answer (the spec's rule)
+            self.write(outcome[1])

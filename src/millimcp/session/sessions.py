@@ -36,6 +36,8 @@ from millimcp.protocol.types import (
     RequestId,
     RequestMeta,
 )
+from millimcp.session.context import Context
+from millimcp.session.inflight import InFlight, cancelled_id
 
 __all__ = ["EventStream", "Session", "SessionConfig", "SessionStore"]
 
@@ -129,8 +131,8 @@ class Session:
         self.initialized = False
         self.closed = False
         self.last_seen = _now()
-        self.running: dict[RequestId, asyncio.Task[Any]] = {}
-        self.cancelled: set[RequestId] = set()
+        self.inflight = InFlight()
+        """The client's requests being served, for ``notifications/cancelled``."""
         self.pending: dict[int, asyncio.Future[msgspec.Raw]] = {}
         self.streams: OrderedDict[str, EventStream] = OrderedDict()
         self.standalone: EventStream | None = None
@@ -142,7 +144,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"<Session {self.version} running={len(self.running)} "
+            f"<Session {self.version} running={len(self.inflight)} "
             f"pending={len(self.pending)} streams={len(self.streams)} closed={self.closed}>"
         )
 
@@ -167,6 +169,25 @@ class Session:
             client_info=self.client_info,
             log_level=self.log_level,
         )
+
+    def context(
+        self,
+        request_id: Any,
+        method: str,
+        params: Any,
+        emit: Send | None,
+        ask: Callable[[InputRequest], Awaitable[msgspec.Raw]] | None,
+    ) -> Context:
+        """The context of a request in this session: ``_meta`` completed by the handshake."""
+        meta = self.meta_for(params.meta)
+        return Context(request_id, method, meta, emit, _ask=ask, session=self)
+
+    def on_notification(self, method: str, message: Message) -> None:
+        """A notification the client sent in this session."""
+        if method == "notifications/initialized":
+            self.initialized = True
+        elif method == "notifications/cancelled":
+            self.cancel(cancelled_id(message))
 
     def set_log_level(self, level: LoggingLevel) -> None:
         self.log_level = level
@@ -249,20 +270,14 @@ class Session:
 
     def cancel(self, request_id: RequestId | None) -> None:
         """``notifications/cancelled``: stop the request; it gets no answer."""
-        if request_id is None:
-            return
-        task = self.running.get(request_id)
-        if task is not None:
-            self.cancelled.add(request_id)
-            task.cancel()
+        self.inflight.cancel(request_id)
 
     def close(self) -> None:
         """End the session: cancel its work, fail its waits, end its streams."""
         if self.closed:
             return
         self.closed = True
-        for task in self.running.values():
-            task.cancel()
+        self.inflight.cancel_all()
         for future in self.pending.values():
             if not future.done():
                 future.cancel()
@@ -325,7 +340,7 @@ class SessionStore:
             key
             for key, session in self._sessions.items()
             if session.last_seen < deadline
-            and not session.running
+            and not session.inflight
             and (session.standalone is None or session.standalone.sink is None)
         ]
         for key in idle:

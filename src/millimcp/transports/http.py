@@ -10,8 +10,8 @@ go to the handler too; which of them it serves is the handler's business.
 A body in the ``dev.millimcp/tensor`` framing (:mod:`millimcp.codec.attachment`: a JSON
 message and one binary attachment) is split here: the handler gets the JSON part as the body
 and the attachment, not copied, as ``exchange.attachment`` (a view of a writable buffer). A
-handler that sets ``exchange.reply_attachment`` gets its reply framed the same way. What the
-attachment means is not the transport's business.
+reply sent with ``attachment=`` is framed the same way. What the attachment means is not the
+transport's business.
 """
 
 from __future__ import annotations
@@ -86,51 +86,49 @@ class HttpConfig:
 class Exchange(msgspec.Struct, eq=False):
     """One HTTP request/response: how a handler answers. Created by the transport.
 
-    A struct, not a plain class: one is built per request and msgspec builds it in C. The
-    last four fields belong to whoever watches for the client going away
-    (``millimcp.session.disconnects``).
+    A struct, not a plain class: one is built per request and msgspec builds it in C. Its
+    fields are the transport's own; the session reads :attr:`attachment` and
+    :attr:`streaming`, and answers through the methods.
     """
 
     _receive: Receive
     _send: Send
     config: HttpConfig
+    accept_encoding: bytes | None = None
+    """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
     started: bool = False
     streaming: bool = False
     _keepalive: asyncio.Task[None] | None = None
-    task: asyncio.Task[Any] | None = None
-    """The task running the handler, cancelled when the client disconnects."""
-    age: int = 0
-    watcher: asyncio.Future[None] | None = None
-    disconnected: bool = False
-    accept_encoding: bytes | None = None
-    """The request's ``Accept-Encoding``: responses above the threshold are compressed."""
-    trace: RequestRecord | None = None
-    """The request's stage timings when tracing is on (millimcp.observe)."""
     attachment: memoryview | None = None
     """The request's binary attachment (``dev.millimcp/tensor`` framing), writable, not copied."""
-    reply_attachment: list[Any] | None = None
-    """Buffers a handler attaches to its JSON reply; ``reply`` then frames the body."""
-    incompressible: bool = False
-    """Set by a handler whose reply will not compress (base64 of binary tensors): sent as is."""
 
     async def reply(
-        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+        self,
+        status: int,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        attachment: list[Any] | None = None,
+        compressible: bool = True,
+        trace: RequestRecord | None = None,
     ) -> None:
         """Send the whole response: a JSON body (or none when ``body`` is empty).
 
         A body of ``compress_min_bytes`` or more is compressed with the coding negotiated from
-        ``Accept-Encoding`` and carries ``Vary: Accept-Encoding`` either way.
+        ``Accept-Encoding`` and carries ``Vary: Accept-Encoding`` either way, unless it is not
+        ``compressible``. With an ``attachment`` (buffers) the body is framed with it
+        (``dev.millimcp/tensor``) and sent uncompressed. ``trace``: the request's record, whose
+        send time is stamped here (and sent as ``Server-Timing`` when configured).
         """
         self.started = True
-        if self.reply_attachment is not None and body:
-            await self._reply_framed(status, body, self.reply_attachment, headers)
+        if attachment is not None and body:
+            await self._reply_framed(status, body, attachment, headers, trace)
             return
         if not body:
             hdrs = []
         elif (
             len(body) < self.config.compress_min_bytes
             or not self.config.compression
-            or self.incompressible
+            or not compressible
         ):
             hdrs = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
         else:
@@ -142,7 +140,6 @@ class Exchange(msgspec.Struct, eq=False):
             hdrs.append((b"content-length", b"%d" % len(body)))
         if headers:
             hdrs += headers
-        trace = self.trace
         if trace is not None:  # the request is timed up to here; compression included
             trace.sent_at = clock()
             if self.config.server_timing:
@@ -161,11 +158,11 @@ class Exchange(msgspec.Struct, eq=False):
         body: bytes,
         attachment: list[Any],
         headers: list[tuple[bytes, bytes]] | None,
+        trace: RequestRecord | None,
     ) -> None:
         parts = frame(body, attachment)
         size = sum(len(part) for part in parts)
         hdrs = [*_ATTACHMENT_HEADERS, (b"content-length", b"%d" % size), *(headers or [])]
-        trace = self.trace
         if trace is not None:
             trace.sent_at = clock()
             if self.config.server_timing:
@@ -335,8 +332,19 @@ class StreamableHTTPApp:
                 extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
                 await _error(send, exc.status, exc.message, extra)
                 return
-        mcp = _mcp_headers(raw_headers, get)
-        exchange = Exchange(receive, send, config, accept_encoding=get(b"accept-encoding"))
+        # _mcp_headers, inlined: this is the hot path.
+        version = get(b"mcp-protocol-version")
+        method = get(b"mcp-method")
+        name = get(b"mcp-name")
+        session = get(b"mcp-session-id")
+        mcp = McpHeaders(
+            None if version is None else version.decode("latin-1"),
+            None if method is None else method.decode("latin-1"),
+            None if name is None else name.decode("latin-1"),
+            raw_headers,
+            None if session is None else session.decode("latin-1"),
+        )
+        exchange = Exchange(receive, send, config, get(b"accept-encoding"))
         await self.handler.handle_http(body, mcp, exchange)
 
     async def _serve_other(
@@ -390,7 +398,7 @@ class StreamableHTTPApp:
         except AttachmentFramingError as exc:
             await _error(send, 400, f"Invalid request: {exc}")
             return
-        exchange = Exchange(receive, send, config, accept_encoding=headers.get(b"accept-encoding"))
+        exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
         exchange.attachment = attachment
         mcp = _mcp_headers(scope["headers"], headers.get)
         await self.handler.handle_http(message, mcp, exchange)

@@ -8,53 +8,12 @@ behind the queue; afterwards the server answers normally.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
 from millimcp import Server, ServerConfig
 from millimcp.resilience import ConcurrencyLimit
-from millimcp.testing import http_scope
-
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def request(method: str, params: dict[str, Any], request_id: int | None = 1) -> tuple[Any, bytes]:
-    headers = [(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", method.encode())]
-    name = params.get("name", params.get("uri"))
-    if name is not None:
-        headers.append((b"mcp-name", name.encode()))
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
-    if request_id is not None:
-        message["id"] = request_id
-        params["_meta"] = META
-    return http_scope(headers), json.dumps(message).encode()
-
-
-async def post(app: Any, method: str, params: dict[str, Any], request_id: int | None = 1) -> Any:
-    """(status, headers, decoded body or None) of one request through the ASGI app."""
-    scope, body = request(method, params, request_id)
-    sent: list[dict[str, Any]] = []
-    delivered = asyncio.Event()
-
-    async def receive() -> dict[str, Any]:
-        if not delivered.is_set():
-            delivered.set()
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()  # the client stays connected
-        raise AssertionError("unreachable")
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status = sent[0]["status"]
-    headers = dict(sent[0]["headers"])
-    payload = b"".join(m.get("body", b"") for m in sent[1:])
-    return status, headers, json.loads(payload) if payload else None
+from tests.unit.server.asgi_calls import post, request
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -1,4 +1,4 @@
-"""millimcp.session.dispatcher: a client that leaves cancels its request, and nothing lingers."""
+"""The HTTP fronts: a client that leaves cancels its request, and nothing lingers."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ log message, a request to the client), then as SSE: a priming event with an id a
 ``retry`` field, then numbered events, the answer last. GET opens the session's stream
 for messages the server starts (list changes, resource updates); ``Last-Event-ID``
 replays what a lost connection missed, from any of the session's streams. DELETE ends
-the session. A client that disconnects cancels its request, as in the modern era.
+the session. A client that disconnects cancels its request, as in the modern era, and
+``notifications/cancelled`` cancels one too (it then gets no answer).
 
 With ``SessionConfig(stateless=True)`` nothing is remembered: ``initialize`` gets no
 session id, every request stands alone and is answered as JSON.
@@ -15,7 +16,7 @@ session id, every request stands alone and is answered as JSON.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -26,45 +27,38 @@ from millimcp.errors import (
     ProtocolError,
     SessionRequired,
     TooManySessions,
-    UnsupportedProtocolVersion,
 )
-from millimcp.observe import TRACE, clock
-from millimcp.protocol import (
-    LEGACY_VERSIONS,
-    METHODS,
-    MODERN_VERSIONS,
-    McpHeaders,
-    Message,
-    encode_error,
-    negotiate_legacy,
-)
-from millimcp.protocol.types import (
-    CancelledParams,
-    ClientCapabilities,
-    InputRequest,
-    RequestMeta,
-)
-from millimcp.session.context import Attachments, Context
-from millimcp.session.sessions import EventStream, Session
+from millimcp.observe import TRACE, RequestRecord, clock
+from millimcp.protocol import LEGACY_VERSIONS, METHODS, McpHeaders, encode_error
+from millimcp.protocol.eras import check_handshake_version, negotiate_handshake
+from millimcp.protocol.types import ClientCapabilities, InputRequest, RequestMeta
+from millimcp.session.context import Context
+from millimcp.session.disconnects import DisconnectSweeper
+from millimcp.session.inflight import Call
+from millimcp.session.router import Route, Router
+from millimcp.session.sessions import EventStream, Session, SessionConfig, SessionStore
 from millimcp.transports.http import Exchange
 
-if TYPE_CHECKING:
-    from millimcp.session.dispatcher import Dispatcher, Route
+__all__ = ["HandshakeHttp"]
 
-__all__ = ["HandshakeHttp", "cancelled_request", "handshake_context", "on_notification"]
-
-_CANCELLED_PARAMS: Final = msgspec.json.Decoder(CancelledParams)
 _OLDEST: Final = LEGACY_VERSIONS[-1]
 """The version assumed when a sessionless request names none (the spec's rule)."""
 
 
 class HandshakeHttp:
-    """Handshake-era requests over HTTP, for a :class:`Dispatcher`."""
+    """Handshake-era requests over HTTP, for the endpoint (:mod:`millimcp.session.http`)."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.dispatcher = dispatcher
-        self.config = dispatcher.session_config
-        self.store = dispatcher.sessions
+    def __init__(
+        self,
+        router: Router,
+        store: SessionStore,
+        sweeper: DisconnectSweeper,
+        config: SessionConfig,
+    ) -> None:
+        self.router = router
+        self.store = store
+        self.sweeper = sweeper
+        self.config = config
 
     def __repr__(self) -> str:
         return f"<HandshakeHttp {self.store!r}>"
@@ -87,7 +81,7 @@ class HandshakeHttp:
             if METHODS[method].era == "modern":
                 raise MethodNotFound(f"Method not found: {method}")
             if method == "initialize":
-                version = self._negotiate(params.protocol_version)
+                version = negotiate_handshake(params.protocol_version, config.enabled)
                 if not config.stateless:
                     session = self.store.create(version, params.capabilities, params.client_info)
                     assert session.id is not None
@@ -97,11 +91,7 @@ class HandshakeHttp:
                     meta = _stateless_meta(version, params.capabilities, params.meta)
             elif config.stateless and config.enabled:
                 version = headers.protocol_version or _OLDEST
-                if version not in LEGACY_VERSIONS:
-                    raise UnsupportedProtocolVersion(
-                        "Bad Request: unsupported MCP-Protocol-Version",
-                        {"supported": list(LEGACY_VERSIONS), "requested": version},
-                    )
+                check_handshake_version(version)
                 meta = _stateless_meta(version, ClientCapabilities(), params.meta)
             else:
                 raise SessionRequired(
@@ -116,20 +106,17 @@ class HandshakeHttp:
         except ProtocolError as exc:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
-        ctx = Context(request_id, method, meta, None, None, None, headers, session=session)
-        ctx.attachments = Attachments(exchange.attachment, _reply=exchange)
-        await self._serve(route, params, ctx, session, exchange, extra)
-        if session is not None and exchange.disconnected:
+        ctx = Context(
+            request_id,
+            method,
+            meta,
+            headers=headers,
+            session=session,
+            _source=exchange,
+        )
+        call = await self._serve(route, params, ctx, exchange, extra)
+        if session is not None and call.disconnected:
             self.store.end(session.id or "")
-
-    def _negotiate(self, requested: str) -> str:
-        if not self.config.enabled:
-            raise UnsupportedProtocolVersion(
-                "Unsupported protocol version: this server speaks only the stateless "
-                f"revisions {', '.join(MODERN_VERSIONS)} (send server/discover)",
-                {"supported": list(MODERN_VERSIONS), "requested": requested},
-            )
-        return negotiate_legacy(requested)
 
     # -- POST within a session --------------------------------------------------------------
 
@@ -138,19 +125,14 @@ class HandshakeHttp:
         t0 = clock() if TRACE.active else 0  # observe: stage timings start
         try:
             session = self.store.get(headers.session_id or "")
-            version = headers.protocol_version
-            if version is not None and version not in LEGACY_VERSIONS:
-                raise UnsupportedProtocolVersion(
-                    "Bad Request: unsupported MCP-Protocol-Version",
-                    {"supported": list(LEGACY_VERSIONS), "requested": version},
-                )
-            method, request_id, params, route, message = self.dispatcher.admit(body)
+            check_handshake_version(headers.protocol_version)
+            method, request_id, params, route, message = self.router.admit(body)
             if route is None:
                 assert message is not None
                 if method is None:
                     session.resolve(message)
                 else:
-                    on_notification(session, method, message)
+                    session.on_notification(method, message)
                 await exchange.accepted()
                 return
             assert method is not None
@@ -164,70 +146,63 @@ class HandshakeHttp:
             await exchange.reply(exc.http_status, encode_error(request_id, exc))
             return
         reply = _StreamReply(session, exchange, self.config.retry_ms)
-        ctx = handshake_context(request_id, method, params, session, reply.emit, reply.ask)
+        ctx = session.context(request_id, method, params, reply.emit, reply.ask)
         ctx.headers = headers
-        ctx.attachments = Attachments(exchange.attachment, _reply=exchange)
-        if t0:  # observe: decode ends, the handler's stages begin
-            exchange.trace = TRACE.begin(t0, method, params, request_id, headers)
-        await self._serve(route, params, ctx, session, exchange, None, reply)
+        ctx._source = exchange
+        record = TRACE.begin(t0, method, params, request_id, headers) if t0 else None
+        await self._serve(route, params, ctx, exchange, None, reply, record)
 
     async def _serve(
         self,
         route: Route,
         params: Any,
         ctx: Context,
-        session: Session | None,
         exchange: Exchange,
         extra: list[tuple[bytes, bytes]] | None,
         reply: _StreamReply | None = None,
-    ) -> None:
-        dispatcher = self.dispatcher
-        exchange.task = task = asyncio.current_task()
+        record: RequestRecord | None = None,
+    ) -> Call:
+        """Run one request and answer it, unless the client cancelled it or went away."""
         request_id: Any = ctx.request_id
-        record = exchange.trace
-        sweeper = dispatcher.sweeper
-        sweeper.enter(exchange)
-        if session is not None and task is not None:
-            session.running[request_id] = task
+        session: Session | None = ctx.session
+        call = Call(asyncio.current_task(), False, False, exchange)
+        sweeper = self.sweeper
+        sweeper.enter(call)
+        if session is not None:
+            session.inflight.add(request_id, call)
         try:
-            status, data, more = await dispatcher.run(route, params, ctx, record)
-        except asyncio.CancelledError:
-            by_client = session is not None and request_id in session.cancelled
-            if not (exchange.disconnected or by_client):
-                raise
-            if task is not None:
-                task.uncancel()
-            if record is not None:  # observe: 499, the client closed or cancelled the request
-                record.status = 499
-                TRACE.end(record)
-            if by_client and not exchange.disconnected:
-                await _end_unanswered(exchange)
-            return
+            outcome = await self.router.run(route, params, ctx, call, record)
         finally:
-            sweeper.leave(exchange)
+            sweeper.leave(call)
             if exchange.streaming:
                 exchange.stop_keepalive()
             if session is not None:
-                session.running.pop(request_id, None)
-                session.cancelled.discard(request_id)
+                session.inflight.discard(request_id, call)
                 session.touch()
+        if outcome is None:
+            if record is not None:  # observe: 499, the client closed or cancelled the request
+                record.status = 499
+                TRACE.end(record)
+            if not call.disconnected:
+                await _end_unanswered(exchange)
+            return call
+        status, body, more, attachment, compressible = outcome
         if record is not None:  # observe: the encode stage ends
             record.encoded_at = clock()
             record.status = status
         if reply is not None and reply.stream is not None:
             stream = reply.stream
-            seq = stream.push(data)
+            seq = stream.push(body)
             stream.close()
-            await exchange.send_event(data, stream.event_id(seq))
+            await exchange.send_event(body, stream.event_id(seq))
             await exchange.end_stream()
         else:
-            attachments = ctx.attachments
-            if attachments is not None:
-                exchange.reply_attachment = attachments.reply
-                exchange.incompressible = not attachments.compressible
-            await exchange.reply(status, data, more if extra is None else extra)
+            await exchange.reply(
+                status, body, more if extra is None else extra, attachment, compressible, record
+            )
         if record is not None:  # observe: the request is done
             TRACE.end(record)
+        return call
 
     # -- GET: the session's stream, or a resumed one ------------------------------------------
 
@@ -342,36 +317,6 @@ async def _end_unanswered(exchange: Exchange) -> None:
         await exchange.end_stream()
     else:
         await exchange.accepted()
-
-
-def handshake_context(
-    request_id: Any,
-    method: str,
-    params: Any,
-    session: Session,
-    emit: Any,
-    ask: Any,
-) -> Context:
-    """The context of a request in a handshake-era session."""
-    meta = session.meta_for(params.meta)
-    return Context(request_id, method, meta, emit, None, None, None, _ask=ask, session=session)
-
-
-def on_notification(session: Session, method: str, message: Message) -> None:
-    """What a handshake-era session does with a client's notification."""
-    if method == "notifications/initialized":
-        session.initialized = True
-    elif method == "notifications/cancelled":
-        session.cancel(cancelled_request(message))
-
-
-def cancelled_request(message: Message) -> Any:
-    """The id a ``notifications/cancelled`` names; None when it names none or is malformed
-    (a notification gets no answer, so a bad one just changes nothing)."""
-    try:
-        return _CANCELLED_PARAMS.decode(message.params or b"{}").request_id
-    except msgspec.DecodeError:
-        return None
 
 
 def _stateless_meta(

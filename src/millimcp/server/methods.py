@@ -1,0 +1,349 @@
+"""The MCP methods a server answers, as one table of handlers over its registries.
+
+:meth:`Methods.handlers` is the contract with the session layer: method name ->
+``handler(params, ctx) -> result struct``, with ``params`` already decoded into the method's
+type. Every handler that runs user code puts the value the server's lifespan yielded on
+``ctx.lifespan`` first. Work methods (``tools/call``, ``resources/read``, ``prompts/get``,
+``completion/complete``) wait for the server's in-flight limit (and a tool for its own);
+lists, discovery, subscriptions and ``ping`` never wait. Every result carries the
+``serverInfo`` ``_meta`` when ``ServerConfig.server_info_in_results`` is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from millimcp.errors import InvalidParams
+from millimcp.observe import TRACE, current_record
+from millimcp.protocol import MODERN_VERSIONS
+from millimcp.protocol.types import (
+    META_SERVER_INFO,
+    CallToolParams,
+    CallToolResult,
+    CompleteParams,
+    CompleteResult,
+    Completion,
+    DiscoverResult,
+    GetPromptParams,
+    GetPromptResult,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    LegacyEmptyResult,
+    ListenParams,
+    ListenResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedParams,
+    ReadResourceParams,
+    ReadResourceResult,
+    RequestParams,
+    ServerCapabilities,
+    SetLevelParams,
+    SubscribeParams,
+)
+from millimcp.resilience import InFlightLimiter
+from millimcp.server.config import ServerConfig
+from millimcp.server.invoke import context_parameter
+from millimcp.server.notify import Notifier
+from millimcp.server.offload import Pools
+from millimcp.server.prompts import PromptEntry
+from millimcp.server.registry import Registry
+from millimcp.server.resources import ResourceEntry
+from millimcp.server.tools import ToolEntry
+from millimcp.session import Context, RequestHandler
+from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
+from millimcp.tensor.extension import capability as tensor_capability
+
+__all__ = ["Completer", "Methods"]
+
+Completer = Callable[..., Any]
+"""``fn(ref, argument, context) -> list[str] | Completion``, sync or async."""
+_MAX_COMPLETIONS = 100
+
+
+class Methods:
+    """The handlers of one server's MCP methods, and the state they share.
+
+    ``lifespan`` is what the server's lifespan yielded while it runs (None otherwise);
+    ``completer`` the ``completion/complete`` function, if any.
+    """
+
+    __slots__ = (
+        "_completer_context",
+        "_limiter",
+        "_pools",
+        "_result_meta",
+        "_tools",
+        "completer",
+        "config",
+        "info",
+        "instructions",
+        "lifespan",
+        "notifier",
+        "prompts",
+        "resources",
+        "templates",
+        "tools",
+    )
+
+    def __init__(
+        self,
+        info: Implementation,
+        instructions: str | None,
+        config: ServerConfig,
+        *,
+        tools: Registry[ToolEntry],
+        prompts: Registry[PromptEntry],
+        resources: Registry[ResourceEntry],
+        templates: Registry[ResourceEntry],
+        notifier: Notifier,
+        pools: Pools,
+    ) -> None:
+        self.info = info
+        self.instructions = instructions
+        self.config = config
+        self.tools = tools
+        self.prompts = prompts
+        self.resources = resources
+        self.templates = templates
+        self.notifier = notifier
+        self._pools = pools
+        self._tools = tools.entries  # the dict itself: one C-level lookup per tools/call
+        self.lifespan: Any = None
+        self.completer: Completer | None = None
+        self._completer_context: str | None = None
+        limit = config.limit
+        self._limiter = None if limit is None else InFlightLimiter(limit)
+        self._result_meta = (
+            {META_SERVER_INFO: msgspec.to_builtins(info)} if config.server_info_in_results else None
+        )
+
+    def __repr__(self) -> str:
+        return f"<Methods of {self.info.name!r}>"
+
+    @property
+    def limiter(self) -> InFlightLimiter | None:
+        """The server's in-flight limit over work methods (``ServerConfig.limit``)."""
+        return self._limiter
+
+    def set_completer(self, fn: Completer) -> None:
+        """Answer ``completion/complete`` with ``fn``; a parameter annotated ``Context``
+        receives the request's context."""
+        self.completer = fn
+        self._completer_context = context_parameter(fn)
+
+    def capabilities(self) -> ServerCapabilities:
+        """What this server offers now, from what is registered."""
+        return ServerCapabilities(
+            tools={"listChanged": True} if self.tools else None,
+            resources={"subscribe": True, "listChanged": True}
+            if self.resources or self.templates
+            else None,
+            prompts={"listChanged": True} if self.prompts else None,
+            completions={} if self.completer is not None else None,
+            logging={},
+            extensions=(
+                {TENSOR_EXTENSION: tensor_capability()}
+                if any(entry.tensors for entry in self.tools)
+                else None
+            ),
+        )
+
+    def handlers(self) -> dict[str, RequestHandler]:
+        """The method table, for the session layer."""
+        return {
+            "server/discover": self._discover,
+            "tools/list": self._lister(self.tools, ListToolsResult, "tools"),
+            "tools/call": self._call_tool,
+            "resources/list": self._lister(self.resources, ListResourcesResult, "resources"),
+            "resources/templates/list": self._lister(
+                self.templates, ListResourceTemplatesResult, "resource_templates"
+            ),
+            "resources/read": self._limited(self._read_resource),
+            "prompts/list": self._lister(self.prompts, ListPromptsResult, "prompts"),
+            "prompts/get": self._limited(self._get_prompt),
+            "completion/complete": self._limited(self._complete),
+            "subscriptions/listen": self._listen,
+            "initialize": self._initialize,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "ping": _ping,
+            "logging/setLevel": _set_level,
+        }
+
+    def _limited(self, handler: RequestHandler) -> RequestHandler:
+        """``handler`` behind the server's in-flight limit (backpressure)."""
+        limiter = self._limiter
+        if limiter is None:
+            return handler
+
+        async def limited(params: Any, ctx: Context) -> Any:
+            if not limiter.try_acquire():
+                await limiter.acquire()
+            try:
+                return await handler(params, ctx)
+            finally:
+                limiter.release()
+
+        return limited
+
+    # -- the handshake era's session methods ------------------------------------------------
+
+    async def _initialize(self, params: InitializeParams, ctx: Context) -> InitializeResult:
+        if ctx.session is not None:
+            self.notifier.add_session(ctx.session)
+        return InitializeResult(
+            protocol_version=ctx.protocol_version or params.protocol_version,
+            capabilities=self.capabilities(),
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    async def _subscribe(self, params: SubscribeParams, ctx: Context) -> LegacyEmptyResult:
+        if ctx.session is None:
+            raise InvalidParams("Invalid params: resources/subscribe needs a session")
+        ctx.session.subscriptions.add(params.uri)
+        return LegacyEmptyResult()
+
+    async def _unsubscribe(self, params: SubscribeParams, ctx: Context) -> LegacyEmptyResult:
+        if ctx.session is not None:
+            ctx.session.subscriptions.discard(params.uri)
+        return LegacyEmptyResult()
+
+    # -- discovery and lists ----------------------------------------------------------------
+
+    async def _discover(self, params: RequestParams, ctx: Context) -> DiscoverResult:
+        return DiscoverResult(
+            supported_versions=list(MODERN_VERSIONS),
+            capabilities=self.capabilities(),
+            instructions=self.instructions,
+            ttl_ms=self.config.list_ttl_ms,
+            cache_scope=self.config.list_cache_scope,
+            meta=self._result_meta,
+        )
+
+    def _lister(self, registry: Registry[Any], result: type[Any], field: str) -> RequestHandler:
+        """The handler of one ``*/list`` method: a page of encoded definitions, with hints."""
+
+        async def list_page(params: PaginatedParams, ctx: Context) -> Any:
+            page, cursor = registry.page(params.cursor)
+            return result(
+                **{field: page},
+                next_cursor=cursor,
+                ttl_ms=self.config.list_ttl_ms,
+                cache_scope=self.config.list_cache_scope,
+                meta=self._result_meta,
+            )
+
+        return list_page
+
+    # -- work methods -----------------------------------------------------------------------
+
+    async def _call_tool(self, params: CallToolParams, ctx: Context) -> CallToolResult:
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {params.name}", {"name": params.name})
+        lifespan = self.lifespan
+        if lifespan is not None:  # a context starts with None: no store without a lifespan
+            ctx.lifespan = lifespan
+        # Backpressure: the tool's own limit first (a call queued for a busy tool holds no
+        # server slot), then the server's.
+        tool_limiter = entry.limiter
+        if tool_limiter is not None and not tool_limiter.try_acquire():
+            await tool_limiter.acquire()
+        try:
+            limiter = self._limiter
+            if limiter is not None and not limiter.try_acquire():
+                await limiter.acquire()
+            try:
+                result = await entry.call(params.arguments, ctx, self._pools)
+            finally:
+                if limiter is not None:
+                    limiter.release()
+        finally:
+            if tool_limiter is not None:
+                tool_limiter.release()
+        result.meta = self._result_meta
+        if result.is_error and TRACE.active:
+            record = current_record()
+            if record is not None:
+                record.tool_error = True
+        return result
+
+    async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
+        uri = params.uri
+        entry = self.resources.entries.get(uri)
+        variables: dict[str, str] | None = {}
+        if entry is None:
+            for template in self.templates.entries.values():
+                assert template.template is not None
+                variables = template.template.match(uri)
+                if variables is not None:
+                    entry = template
+                    break
+        if entry is None or variables is None:
+            raise InvalidParams(f"Resource not found: {uri}", {"uri": uri})
+        ctx.lifespan = self.lifespan
+        contents = await entry.read(uri, variables, ctx, self._pools)
+        return ReadResourceResult(
+            contents=contents,
+            ttl_ms=entry.ttl_ms,
+            cache_scope=entry.cache_scope,
+            meta=self._result_meta,
+        )
+
+    async def _get_prompt(self, params: GetPromptParams, ctx: Context) -> GetPromptResult:
+        entry = self.prompts.entries.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown prompt: {params.name}", {"name": params.name})
+        ctx.lifespan = self.lifespan
+        result = await entry.get(params.arguments, ctx, self._pools)
+        result.meta = self._result_meta
+        return result
+
+    async def _complete(self, params: CompleteParams, ctx: Context) -> CompleteResult:
+        values: Any = []
+        completer = self.completer
+        if completer is not None:
+            ctx.lifespan = self.lifespan
+            context = params.context.arguments if params.context is not None else None
+            if self._completer_context is None:
+                values = completer(params.ref, params.argument, context or {})
+            else:
+                extra = {self._completer_context: ctx}
+                values = completer(params.ref, params.argument, context or {}, **extra)
+            if asyncio.iscoroutine(values):
+                values = await values
+        if isinstance(values, Completion):
+            completion = values
+        else:
+            values = list(values)
+            completion = Completion(
+                values=values[:_MAX_COMPLETIONS],
+                total=len(values),
+                has_more=len(values) > _MAX_COMPLETIONS,
+            )
+        return CompleteResult(completion=completion, meta=self._result_meta)
+
+    async def _listen(self, params: ListenParams, ctx: Context) -> ListenResult:
+        subscription = await self.notifier.listen(params.notifications, ctx)
+        meta = dict(self._result_meta or {})
+        meta.update(subscription)
+        return ListenResult(meta=meta)
+
+
+async def _ping(params: RequestParams, ctx: Context) -> LegacyEmptyResult:
+    return LegacyEmptyResult()
+
+
+async def _set_level(params: SetLevelParams, ctx: Context) -> LegacyEmptyResult:
+    if ctx.session is not None:
+        ctx.session.set_log_level(params.level)
+    return LegacyEmptyResult()

@@ -1,0 +1,66 @@
+"""How one tool is registered: the options of ``@server.tool(...)`` as one frozen value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from millimcp.cache import Cache
+from millimcp.errors import ConfigurationError
+from millimcp.protocol.types import ToolAnnotations
+from millimcp.resilience import ConcurrencyLimit
+
+__all__ = ["ToolOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """Everything about a tool besides its function; every field has a working default.
+
+    ``Server.tool(**keywords)`` builds one; a :class:`~millimcp.server.tools.ToolEntry` reads
+    it once, at registration. Checked on construction (:class:`ConfigurationError`).
+    """
+
+    name: str | None = None
+    """The tool's name; ``None``: the function's name."""
+    title: str | None = None
+    """A human-readable title for clients' menus."""
+    description: str | None = None
+    """``None``: the function's docstring."""
+    annotations: ToolAnnotations | dict[str, Any] | None = None
+    """Behaviour hints (``readOnlyHint``...), as the struct or its wire dict."""
+    timeout: float | None = None
+    """Seconds; enforced, and advertised in ``_meta["dev.millimcp/timeoutMs"]``. ``None``: the
+    server's ``ServerConfig.tool_timeout_s``."""
+    structured: bool | None = None
+    """``False``: no ``outputSchema``/``structuredContent`` even for a typed return."""
+    text_mirror: bool = True
+    """Mirror ``structuredContent`` as JSON text content."""
+    meta: dict[str, Any] | None = None
+    """Extra ``_meta`` of the tool's definition."""
+    headers: dict[str, str] | None = None
+    """Parameter -> ``Mcp-Param-{name}`` header (``x-mcp-header``) that HTTP clients must send
+    and the server checks against the arguments."""
+    input_schema: dict[str, Any] | None = None
+    """Served verbatim instead of the generated schema; the arguments are still decoded by
+    the function's signature."""
+    cache: Cache | None = None
+    """Cache the tool's successful results (TTL, scope, key, tags)."""
+    invalidates: Sequence[str] = ()
+    """Cache tags, formatted from the arguments (``"orders:{user_id}"``), dropped after each
+    successful call."""
+    concurrency: ConcurrencyLimit | None = None
+    """This tool's calls in flight and queued, besides the server's ``ServerConfig.limit``;
+    beyond both, the call is refused with HTTP 503."""
+    executor: Literal["thread", "process"] = "thread"
+    """Where a sync function runs: the server's thread pool, or its process pool (a
+    CPU-bound, module-level function that takes no ``Context``)."""
+
+    def __post_init__(self) -> None:
+        if self.executor not in ("thread", "process"):
+            raise ConfigurationError(
+                f"executor must be 'thread' or 'process', not {self.executor!r}"
+            )
+        if self.timeout is not None and not self.timeout > 0:
+            raise ConfigurationError(f"timeout must be positive seconds, not {self.timeout!r}")
