@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from millimcp import Server
-from millimcp.protocol.eras import check_modern_meta, check_modern_version, classify_http
+from millimcp.protocol.eras import check_modern, classify_http
 from millimcp.protocol.headers import McpHeaders, decode_header_value
 from millimcp.protocol.methods import METHODS
 from millimcp.protocol.types import META_CLIENT_CAPABILITIES
@@ -71,19 +71,16 @@ def test_every_modern_method_passes_the_modern_checks(method: str) -> None:
     body, headers = modern_request(method, PARAMS.get(method), request_id="r")
     message = decoded(body)
     typed = msgspec.convert(message["params"], spec.params)
-    version = check_modern_meta(typed.meta)
-    check_modern_version(version)
     mcp = McpHeaders(
         protocol_version=headers["mcp-protocol-version"],
         method=headers["mcp-method"],
         name=headers.get("mcp-name"),
     )
+    name = getattr(typed, spec.name_field) if spec.name_field else None
+    version = check_modern(method, typed.meta, name, mcp)
+    assert version == MODERN_VERSION
     assert classify_http(version, mcp.protocol_version) == "modern"
-    mcp.check_version(version)
-    mcp.check_method(method)
-    if spec.name_field:
-        mcp.check_name(getattr(typed, spec.name_field))
-    else:
+    if name is None:
         assert "mcp-name" not in headers
     assert message["id"] == "r"
 
