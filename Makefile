@@ -14,7 +14,10 @@ export MILLIMCP_CONFORMANCE := $(SUITE)
 export MILLIMCP_INSPECTOR := $(INSPECTOR)
 export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 
-.PHONY: setup demo-setup tools test check lint typecheck conformance bench demo clean
+# apt-get as root, else through sudo (system-tools).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean
 
 setup: $(BIN)/.installed
 
@@ -40,8 +43,27 @@ $(TOOLS)/.installed:
 	test -f $(SUITE) && test -f $(INSPECTOR) && test -f $(EVERYTHING)
 	touch $@
 
-test: setup tools
-	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q
+# Programs the tests start themselves: redis-server (the cache tests run private servers)
+# and chromium (the lab's HTML report is rendered headless). Debian's packages, installed
+# only when missing; the package's own Redis service is stopped, the tests do not use it.
+system-tools:
+	@set -e; missing=""; \
+	for tool in redis-server chromium; do \
+		command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq; \
+		$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		case "$$missing" in *redis-server*) \
+			(command -v systemctl >/dev/null 2>&1 && $(SUDO) systemctl stop redis-server) || true;; \
+		esac; \
+	fi
+
+# Every check, as CI runs it (.ci/run): lint, format, mypy --strict over src and tests, then
+# the whole suite with branch coverage of src/millimcp (fail_under in pyproject.toml).
+test: setup tools system-tools lint typecheck
+	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q --cov --cov-report=term
 
 lint: setup
 	$(BIN)/ruff check src tests examples benchmarks
@@ -50,7 +72,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-check: lint typecheck test
+check: test
 
 conformance: setup tools
 	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/conformance

@@ -15,58 +15,24 @@ the first byte written to the last byte read:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from loadgen import http1_request
+
+from millimcp.testing import modern_request, serve_subprocess
+
 HERE = Path(__file__).resolve().parent
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"process exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listening on {port}")
 
 
 def request(port: int, tool: str, arguments: dict[str, object]) -> bytes:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments, "_meta": META},
-        },
-        separators=(",", ":"),
-    ).encode()
-    head = (
-        f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
-        "accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n"
-        f"mcp-method: tools/call\r\nmcp-name: {tool}\r\ncontent-length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
+    body, headers = modern_request("tools/call", {"name": tool, "arguments": arguments})
+    return http1_request("127.0.0.1", port, "/mcp", body, headers)
 
 
 class Client:
@@ -126,30 +92,18 @@ def main() -> int:
     parser.add_argument("--misses", type=int, default=40)
     args = parser.parse_args()
     redis_server = shutil.which("redis-server") or "/usr/bin/redis-server"
-    redis_port, port = free_port(), free_port()
-    redis = subprocess.Popen(
-        [redis_server, "--port", str(redis_port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{HERE.parent / 'src'}{os.pathsep}{HERE / 'servers'}",
-        "BENCH_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "millimcp_cached:app", "--port", str(port),
-         "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
-        env=env,
-    )  # fmt: skip
-    try:
-        wait_port(redis_port, redis)
-        wait_port(port, server)
-        table = run(port, args.calls, args.misses)
-    finally:
-        server.terminate()
-        server.wait(10)
-        redis.kill()
-        redis.wait(10)
+    redis_command = [redis_server, "--port", "{port}", "--save", "", "--appendonly", "no"]
+    with serve_subprocess(redis_command) as redis:
+        env = {
+            "PYTHONPATH": f"{HERE.parent / 'src'}{os.pathsep}{HERE / 'servers'}",
+            "BENCH_REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        }
+        server_command = [
+            sys.executable, "-m", "uvicorn", "millimcp_cached:app", "--port", "{port}",
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+        with serve_subprocess(server_command, env=env, stdout=None) as server:
+            table = run(server.port, args.calls, args.misses)
     print(f"{'':10s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s}")
     for name, row in table.items():
         print(f"{name:10s} {row['p50']:8.3f} {row['p95']:8.3f} {row['p99']:8.3f}")

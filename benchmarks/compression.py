@@ -19,8 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import msgspec
-from loadgen import PROTOCOL_VERSION, parse_response, run_load
+from loadgen import http1_request, parse_response, run_load
 from server_overhead import (
     HOST,
     Target,
@@ -29,6 +28,8 @@ from server_overhead import (
     percentile_ms,
     served,
 )
+
+from millimcp.testing import modern_request
 
 TARGET = Target("big", "millimcp_big", "millimcp", "millimcp, 50 KB report tool")
 
@@ -49,30 +50,10 @@ VARIANTS = (
 
 
 def build_request(port: int, accept: str | None) -> bytes:
-    body = msgspec.json.encode(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "report",
-                "arguments": {},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                },
-            },
-        }
-    )
-    head = (
-        f"POST /mcp HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\n"
-        f"MCP-Protocol-Version: {PROTOCOL_VERSION}\r\nMcp-Method: tools/call\r\n"
-        "Mcp-Name: report\r\n"
-        + (f"Accept-Encoding: {accept}\r\n" if accept else "")
-        + f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
+    body, headers = modern_request("tools/call", {"name": "report", "arguments": {}})
+    if accept:
+        headers["accept-encoding"] = accept
+    return http1_request(HOST, port, "/mcp", body, headers)
 
 
 def wire_size(port: int, request: bytes) -> tuple[int, int, str]:

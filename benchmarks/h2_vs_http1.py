@@ -32,32 +32,21 @@ from pathlib import Path
 import httpx
 import trustme
 from cryptography.hazmat.primitives import serialization
-from loadgen import PROTOCOL_VERSION
 from server_overhead import (
     CLK_TCK,
     HOST,
     REPO_ROOT,
     child_env,
-    free_port,
     new_runner,
     percentile_ms,
     pinned,
 )
 
+from millimcp.testing import free_port, modern_request
+
 VARIANTS = ("http1 x20", "h2c x1", "https1 x20", "h2-tls x1")
 IN_FLIGHT = 20
-BODY = (
-    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":'
-    b'{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
-    b'"io.modelcontextprotocol/clientCapabilities":{}}}}'
-)
-HEADERS = {
-    "Content-Type": "application/json",
-    "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": PROTOCOL_VERSION,
-    "Mcp-Method": "tools/call",
-    "Mcp-Name": "echo",
-}
+BODY, HEADERS = modern_request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
 
 
 def tree_cpu_s(pid: int) -> float:

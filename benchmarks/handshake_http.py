@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loadgen import ECHO_TEXT, PROTOCOL_VERSION, parse_response, run_load
+from loadgen import BENCH_CLIENT_META, ECHO_TEXT, PROTOCOL_VERSION, parse_response, run_load
 from server_overhead import (
     HOST,
     REPO_ROOT,
@@ -51,6 +51,8 @@ from server_overhead import (
     serving,
     uvicorn_command,
 )
+
+from millimcp.testing import modern_meta
 
 HANDSHAKE_VERSION = "2025-11-25"
 PATH = "/mcp"
@@ -113,11 +115,7 @@ def call_parts(era: str, session_id: str | None = None) -> tuple[bytes, dict[str
     """The era's ``tools/call`` body and headers, its id a placeholder (``PLACEHOLDER_ID``)."""
     params: dict[str, object] = {"name": "echo", "arguments": {"text": ECHO_TEXT}}
     if era == "modern":
-        params["_meta"] = {
-            "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
-        }
+        params["_meta"] = modern_meta(BENCH_CLIENT_META)
         headers = {
             "MCP-Protocol-Version": PROTOCOL_VERSION,
             "Mcp-Method": "tools/call",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -26,6 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from millimcp.protocol.types import META_CLIENT_INFO
+from millimcp.testing import modern_request
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {
@@ -37,27 +39,17 @@ TARGETS = {
     "millimcp_timed": HERE / "servers" / "millimcp_timed.py",
     "millimcp_observed": HERE / "servers" / "millimcp_observed.py",
 }
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
-}
-BODY = json.dumps(
+BODY, _MCP_HEADERS = modern_request(
+    "tools/call",
     {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": "hello"}, "_meta": META},
+        "name": "echo",
+        "arguments": {"text": "hello"},
+        "_meta": {META_CLIENT_INFO: {"name": "bench", "version": "1.0.0"}},
     },
-    separators=(",", ":"),
-).encode()
+)
 HEADERS = [
     (b"host", b"127.0.0.1:8000"),
-    (b"content-type", b"application/json"),
-    (b"accept", b"application/json, text/event-stream"),
-    (b"mcp-protocol-version", b"2026-07-28"),
-    (b"mcp-method", b"tools/call"),
-    (b"mcp-name", b"echo"),
+    *((name.encode(), value.encode()) for name, value in _MCP_HEADERS.items()),
     (b"content-length", str(len(BODY)).encode()),
 ]
 

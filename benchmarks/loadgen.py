@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
-import msgspec
-
 from millimcp.lab.loadgen import ResponseFramingError, parse_response
+from millimcp.protocol.types import META_CLIENT_INFO
+from millimcp.testing import MODERN_VERSION, modern_request
 
-PROTOCOL_VERSION = "2026-07-28"
+PROTOCOL_VERSION = MODERN_VERSION
 ECHO_TEXT = "hello"
 
 _BAD_MARKERS = (b'"isError":true', b'"error":{')
@@ -34,36 +34,25 @@ ProtocolError = ResponseFramingError
 """The server sent something the minimal HTTP parser refuses to frame."""
 
 
-def build_request(host: str, port: int, path: str, text: str = ECHO_TEXT) -> bytes:
-    """One keep-alive ``tools/call`` POST in the 2026-07-28 per-request envelope, as raw bytes."""
-    body = msgspec.json.encode(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "echo",
-                "arguments": {"text": text},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
-                },
-            },
-        }
-    )
+BENCH_CLIENT_META: dict[str, object] = {META_CLIENT_INFO: {"name": "bench", "version": "1.0.0"}}
+"""What the benchmark clients add to a modern request's ``_meta``: who they are."""
+
+
+def http1_request(host: str, port: int, path: str, body: bytes, headers: dict[str, str]) -> bytes:
+    """A keep-alive HTTP/1.1 POST of ``body`` as raw bytes: ``headers``, then Content-Length."""
+    fields = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     head = (
-        f"POST {path} HTTP/1.1\r\n"
-        f"Host: {host}:{port}\r\n"
-        "Content-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\n"
-        f"MCP-Protocol-Version: {PROTOCOL_VERSION}\r\n"
-        "Mcp-Method: tools/call\r\n"
-        "Mcp-Name: echo\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{fields}"
+        f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode("ascii") + body
+
+
+def build_request(host: str, port: int, path: str, text: str = ECHO_TEXT) -> bytes:
+    """One keep-alive ``tools/call`` POST in the 2026-07-28 per-request envelope, as raw bytes."""
+    params = {"name": "echo", "arguments": {"text": text}, "_meta": BENCH_CLIENT_META}
+    body, headers = modern_request("tools/call", params)
+    return http1_request(host, port, path, body, headers)
 
 
 def response_ok(status: int, body: bytes, marker: bytes) -> bool:

@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -28,70 +26,34 @@ import httpx
 import numpy as np
 
 from millimcp.codec.attachment import frame, split
+from millimcp.protocol.types import META_CLIENT_CAPABILITIES
 from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION, decode_result, encode_arguments
+from millimcp.testing import modern_request, serve_subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
-VERSION = "2026-07-28"
 MODES = {"batching": [], "no batching": ["--no-batching"]}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
 def model_server(extra: list[str], device: str) -> Iterator[str]:
-    port = free_port()
     command = [
         sys.executable, str(ROOT / "examples/model_server.py"),
-        "--port", str(port), "--device", device, *extra,
+        "--port", "{port}", "--device", device, *extra,
     ]  # fmt: skip
-    process = subprocess.Popen(command, env=dict(os.environ))
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("the model server did not start") from None
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(20)
+    with serve_subprocess(command, stdout=None, timeout=120, stop_timeout=20) as served:
+        yield served.url()
 
 
 async def classify(http: httpx.AsyncClient, url: str, image: np.ndarray) -> np.ndarray:
     args, attachment = encode_arguments({"image": image}, raw=True)
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "classify",
-            "arguments": args,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": VERSION,
-                "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
-            },
-        },
-    }
+    meta = {META_CLIENT_CAPABILITIES: {"extensions": {EXTENSION: {}}}}
+    body, headers = modern_request(
+        "tools/call", {"name": "classify", "arguments": args, "_meta": meta}
+    )
     assert attachment is not None
-    body = b"".join(frame(json.dumps(message).encode(), attachment))
-    headers = {
-        "Accept": f"application/json, {ATTACHMENT_MEDIA_TYPE}",
-        "Content-Type": ATTACHMENT_MEDIA_TYPE,
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "classify",
-    }
-    response = await http.post(url, content=body, headers=headers)
+    headers["accept"] = f"application/json, {ATTACHMENT_MEDIA_TYPE}"
+    headers["content-type"] = ATTACHMENT_MEDIA_TYPE
+    response = await http.post(url, content=b"".join(frame(body, attachment)), headers=headers)
     text, data = split(bytearray(response.content), 1 << 20)
     result = json.loads(text)["result"]
     if result.get("isError"):

@@ -20,7 +20,6 @@ import math
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from typing import Any
 
 import msgspec
 from loadgen import ECHO_TEXT, LoadResult, build_request, probe, run_load
+
+from millimcp.testing.processes import free_port, wait_for_port
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -140,12 +141,6 @@ def pinned(cpu: int) -> Callable[[], None]:
         os.sched_setaffinity(0, {cpu})
 
     return pin
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def proc_cpu_s(pid: int) -> tuple[float, float]:
@@ -315,15 +310,10 @@ class ServerProcess:
         return "\n".join(text.strip().splitlines()[-lines:])
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), 0.2):
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError(f"server not listening after {timeout_s:.0f} s:\n{self.log_tail()}")
+        try:
+            wait_for_port(self.port, self.proc, timeout_s, host=HOST)
+        except (RuntimeError, TimeoutError) as error:
+            raise RuntimeError(f"{error}:\n{self.log_tail()}") from None
         allowed = proc_status(self.pid, "Cpus_allowed_list")
         if allowed != str(self.cpu):
             raise RuntimeError(f"server pinned to CPUs {allowed!r}, expected {self.cpu}")

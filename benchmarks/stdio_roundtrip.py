@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import msgspec
-from loadgen import ECHO_TEXT, PROTOCOL_VERSION, response_ok
+from loadgen import BENCH_CLIENT_META, ECHO_TEXT, response_ok
 from server_overhead import (
     SERVERS_DIR,
     calibrate,
@@ -46,12 +46,10 @@ from server_overhead import (
     rss_mb,
 )
 
+from millimcp.testing import modern_meta
+
 HANDSHAKE_VERSION = "2025-11-25"
-META = {
-    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0.0"},
-}
+META = modern_meta(BENCH_CLIENT_META)
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,7 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -54,9 +52,9 @@ from mcp.types import EmbeddedResource, Implementation
 
 import millimcp
 from millimcp.tensor import encode_arguments, unpack
+from millimcp.testing import MODERN_VERSION, serve_subprocess
 
 BENCH = Path(__file__).resolve().parent
-VERSION = "2026-07-28"
 N = 1_000_000
 DATA = np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32)
 IMAGE = np.random.default_rng(1).random((1, 3, 224, 224), dtype=np.float32)
@@ -76,37 +74,15 @@ Call = Callable[[], Awaitable[tuple[np.ndarray, int]]]
 """One timed call: (the rebuilt array, bytes on the wire)."""
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serve(module: str) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(BENCH / "servers")}
     command = [
-        sys.executable, "-m", "uvicorn", f"{module}:app", "--port", str(port),
+        sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
         "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip
-    process = subprocess.Popen(command, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.post(f"http://127.0.0.1:{port}/", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"{module} did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
+    env = {"PYTHONPATH": str(BENCH / "servers")}
+    with serve_subprocess(command, env=env, stdout=None, timeout=60) as served:
+        yield served.url("")
 
 
 class Wire:
@@ -132,7 +108,7 @@ async def official_client(stack: AsyncExitStack, url: str, wire: Wire) -> Client
     return await stack.enter_async_context(
         Client(
             streamable_http_client(url, http_client=http),
-            mode=VERSION,
+            mode=MODERN_VERSION,
             cache=None,
             client_info=Implementation(name="bench-tensors", version="0"),
             read_timeout_seconds=120,

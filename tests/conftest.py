@@ -1,94 +1,93 @@
-"""Shared fixtures: real servers in subprocesses on 127.0.0.1."""
+"""Shared fixtures: real servers in subprocesses on 127.0.0.1.
+
+The process plumbing is :mod:`millimcp.testing.processes`; :func:`serve_python` runs a
+Python command from the repository root with it, and ``start_server``/``stop_server`` are
+its two halves for tests that hold a server themselves.
+"""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from millimcp.testing.processes import (
+    ServedProcess,
+    free_port,
+    serve_subprocess,
+    start_subprocess,
+    stop_process,
+    wait_for_port,
+)
+
+__all__ = [
+    "ROOT",
+    "free_port",
+    "serve_python",
+    "start_server",
+    "stop_server",
+    "wait_for_port",
+]
+
 ROOT = Path(__file__).resolve().parent.parent
+PYTHON_ENV = {"PYTHONPATH": str(ROOT)}
+"""Set for every Python server the tests start, so that ``tests.servers...`` imports."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def serve_python(args: Sequence[str], **options: Any) -> AbstractContextManager[ServedProcess]:
+    """``python ARGS`` from the repository root for a ``with`` block (``{port}``: a free port).
+
+    ``options`` are those of :func:`millimcp.testing.processes.serve_subprocess`; ``env``
+    is added to :data:`PYTHON_ENV`.
+    """
+    env = {**PYTHON_ENV, **options.pop("env", {})}
+    return serve_subprocess([sys.executable, *args], cwd=ROOT, env=env, **options)
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on port {port} after {timeout} s")
-
-
-def start_server(args: list[str], port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
-    )
-    try:
-        wait_for_port(port, process)
-    except BaseException:
-        process.kill()
-        raise
-    return process
+def start_server(args: Sequence[str], port: int) -> subprocess.Popen[bytes]:
+    """``python ARGS`` from the repository root, returned once it listens on ``port``."""
+    return start_subprocess([sys.executable, *args], port, cwd=ROOT, env=PYTHON_ENV)
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    """SIGTERM, then SIGKILL after 10 s (:func:`millimcp.testing.processes.stop_process`)."""
+    stop_process(process)
 
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``."""
-    port = free_port()
-    process = start_server(
-        ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", str(port)],
-        port,
-    )
-    yield f"http://127.0.0.1:{port}/mcp"
-    stop_server(process)
+    command = ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", "{port}"]
+    with serve_python(command) as served:
+        yield served.url()
 
 
 @pytest.fixture(scope="session")
 def conformance_url() -> Iterator[str]:
     """The conformance fixture server, run as ``python examples/conformance_server.py``."""
-    port = free_port()
-    process = start_server(["examples/conformance_server.py", "--port", str(port)], port)
-    yield f"http://localhost:{port}/mcp"
-    stop_server(process)
+    with serve_python(["examples/conformance_server.py", "--port", "{port}"]) as served:
+        yield f"http://localhost:{served.port}/mcp"
 
 
 @pytest.fixture(scope="session")
 def tensor_url() -> Iterator[str]:
     """The tensor tools of tests/servers/tensor_server.py, served by uvicorn."""
-    port = free_port()
-    process = start_server(["tests/servers/tensor_server.py", "--port", str(port)], port)
-    yield f"http://127.0.0.1:{port}/mcp"
-    stop_server(process)
+    with serve_python(["tests/servers/tensor_server.py", "--port", "{port}"]) as served:
+        yield served.url()
+
+
+MissingTool = Callable[[str], None]
+"""The type of the ``missing_tool`` fixture."""
 
 
 @pytest.fixture(scope="session")
-def missing_tool() -> object:
+def missing_tool() -> MissingTool:
     """Call with a reason when an external tool is absent: skip, or fail under `make test`.
 
     ``make test`` installs every tool and sets ``MILLIMCP_REQUIRE_TOOLS=1``, so there a
@@ -104,7 +103,7 @@ def missing_tool() -> object:
 
 
 @pytest.fixture(scope="session")
-def redis_url(missing_tool: Any) -> Iterator[str]:
+def redis_url(missing_tool: MissingTool) -> Iterator[str]:
     """A Redis for the cache tests: ``MILLIMCP_REDIS_URL`` if given, else a private
     ``redis-server`` on a free port (the machine's own Redis is never touched)."""
     given = os.environ.get("MILLIMCP_REDIS_URL")

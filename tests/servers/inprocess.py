@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+from millimcp.testing import modern_request
 
 
 def request(
     tool: str, arguments: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
 ) -> tuple[bytes, dict[str, str]]:
-    params = {"name": tool, "arguments": arguments or {}, "_meta": {**META, **(meta or {})}}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
-    }
-    return body.encode(), headers
+    """A modern ``tools/call`` of ``tool`` (``meta``: ``_meta`` entries besides the version
+    and the empty client capabilities)."""
+    params = {"name": tool, "arguments": arguments or {}, "_meta": meta or {}}
+    return modern_request("tools/call", params)
 
 
 class Caller:

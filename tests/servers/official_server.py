@@ -49,7 +49,7 @@ class Name(BaseModel):
     name: str
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 async def echo(text: str) -> str:
     """Returns its argument."""
     return text

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from millimcp.testing.processes import start_subprocess
+
 
 def redis_binary() -> str | None:
     found = shutil.which("redis-server")
@@ -17,28 +19,34 @@ def redis_binary() -> str | None:
 
 
 def start_redis(port: int, binary: str) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    """A redis-server on 127.0.0.1:``port``, returned once it answers PING."""
+    command = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]
+    process = start_subprocess(command, port, stderr=subprocess.DEVNULL, timeout=15)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"redis-server exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(64).startswith(b"+PONG"):
-                    return process
-        except OSError:
-            pass
+    while True:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            if sock.recv(64).startswith(b"+PONG"):
+                return process
+        if time.monotonic() >= deadline:
+            process.kill()
+            process.wait()
+            raise TimeoutError(f"redis-server did not answer PING on port {port}")
         time.sleep(0.05)
-    process.kill()
-    raise TimeoutError(f"redis-server did not answer on port {port}")
 
 
 def stop_redis(process: subprocess.Popen[bytes]) -> None:
+    """Kill it at once (SIGKILL): the tests use this to make Redis die under a client."""
     if process.poll() is None:
         process.kill()
     process.wait(timeout=10)

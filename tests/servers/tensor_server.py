@@ -44,13 +44,15 @@ server = Server("tensor-test-server", config=ServerConfig(state_key=b"t" * 32), 
 @server.tool()
 async def narrow_double(x: torch.Tensor) -> torch.Tensor:
     """Like busy_double, on a model that queues at most one call."""
-    return await narrow(x)
+    doubled: torch.Tensor = await narrow(x)  # a Model returns what its module's forward does
+    return doubled
 
 
 @server.tool()
 async def busy_double(x: torch.Tensor) -> torch.Tensor:
     """Twice x, after keeping the model busy for a second."""
-    return await busy(x)
+    doubled: torch.Tensor = await busy(x)
+    return doubled
 
 
 @server.tool()

@@ -243,7 +243,8 @@ def import_report(setup: str = "") -> dict[str, list[str]]:
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    return json.loads(result.stdout)
+    report: dict[str, list[str]] = json.loads(result.stdout)
+    return report
 
 
 def test_importing_millimcp_protocol_loads_no_asyncio_http_or_torch() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
 import types
@@ -87,15 +88,49 @@ def test_version_is_a_string() -> None:
     assert millimcp.__version__.count(".") >= 2
 
 
-def test_import_time_is_measured() -> None:
-    """Measured in a fresh interpreter and printed (run with -s to see it); not asserted."""
+OPTIONAL = (
+    "torch",
+    "numpy",
+    "aiohttp",
+    "uvicorn",
+    "httptools",
+    "granian",
+    "redis",
+    "cachetools",
+    "prometheus_client",
+    "opentelemetry",
+    "pydantic",
+    "zstandard",
+    "isal",
+    "hdrh",
+    "rich",
+)
+"""The extras' packages: imported on first use, never by importing the API."""
+
+
+def modules_loaded_by(statement: str) -> list[str]:
+    """The modules a fresh interpreter loads to run ``statement``, sorted."""
     code = (
-        "import time; t = time.perf_counter(); import millimcp; "
-        "print(f'{(time.perf_counter() - t) * 1000:.1f}')"
+        "import json, sys; before = set(sys.modules); "
+        f"{statement}; print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    milliseconds = float(result.stdout.strip())
-    print(f"\nimport millimcp: {milliseconds:.1f} ms")
-    assert milliseconds > 0
+    loaded: list[str] = json.loads(result.stdout)
+    return loaded
+
+
+def test_importing_the_package_loads_only_its_init() -> None:
+    """What keeps ``import millimcp`` fast, asserted without a clock: the rooms and every
+    dependency wait until a name is first used (PEP 562)."""
+    loaded = modules_loaded_by("import millimcp")
+    assert [name for name in loaded if name.startswith("millimcp")] == ["millimcp"]
+    outside_stdlib = {name.split(".")[0] for name in loaded} - set(sys.stdlib_module_names)
+    assert outside_stdlib == {"millimcp"}
+
+
+def test_the_server_and_client_names_load_no_extra() -> None:
+    loaded = {name.split(".")[0] for name in modules_loaded_by("from millimcp import *")}
+    assert "msgspec" in loaded  # the one required dependency
+    assert loaded.isdisjoint(OPTIONAL), sorted(loaded.intersection(OPTIONAL))

@@ -9,32 +9,36 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import free_port, start_server, stop_server
+from millimcp.protocol.types import META_CLIENT_CAPABILITIES, META_CLIENT_INFO
+from millimcp.testing import modern_request
+from tests.conftest import serve_python
 
-VERSION = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientInfo": {"name": "millimcp-tests", "version": "0"},
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+CLIENT_META: dict[str, Any] = {
+    META_CLIENT_INFO: {"name": "millimcp-tests", "version": "0"},
+    META_CLIENT_CAPABILITIES: {"elicitation": {}},
 }
+"""What these tests' requests say of their client, besides the protocol version."""
+
+
+def request_for(
+    method: str,
+    params: dict[str, Any] | None = None,
+    request_id: int = 1,
+    name: str | None = None,
+) -> tuple[bytes, dict[str, str]]:
+    """A modern request (:func:`millimcp.testing.modern_request`) from the tests' client."""
+    fields = dict(params or {})
+    fields["_meta"] = {**CLIENT_META, **fields.get("_meta", {})}
+    return modern_request(method, fields, request_id=request_id, name=name)
 
 
 def headers_for(method: str, name: str | None = None) -> dict[str, str]:
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": method,
-    }
-    if name is not None:
-        headers["Mcp-Name"] = name
-    return headers
+    """The MCP headers of a request for ``method`` (lower-case names)."""
+    return request_for(method, name=name)[1]
 
 
-def body_for(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> str:
-    params = dict(params or {})
-    params["_meta"] = {**META, **params.get("_meta", {})}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+def body_for(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> bytes:
+    return request_for(method, params, request_id)[0]
 
 
 class Rpc:
@@ -50,8 +54,7 @@ class Rpc:
     def call(
         self, method: str, params: dict[str, Any] | None = None, request_id: int = 1
     ) -> dict[str, Any]:
-        name = (params or {}).get("name") or (params or {}).get("uri")
-        response = self.post(body_for(method, params, request_id), headers_for(method, name))
+        response = self.post(*request_for(method, params, request_id))
         assert response.headers["content-type"].startswith("application/json"), response.text
         return dict(response.json())
 
@@ -78,13 +81,9 @@ def rpc(server_url: str) -> Iterator[Rpc]:
 @pytest.fixture(scope="session")
 def fast_url() -> Iterator[str]:
     """tests/servers/fastpath_server.py (backpressure, timeouts, offloading, big results)."""
-    port = free_port()
-    process = start_server(
-        ["-m", "millimcp", "serve", "tests.servers.fastpath_server:server", "--port", str(port)],
-        port,
-    )
-    yield f"http://127.0.0.1:{port}/mcp"
-    stop_server(process)
+    target = "tests.servers.fastpath_server:server"
+    with serve_python(["-m", "millimcp", "serve", target, "--port", "{port}"]) as served:
+        yield served.url()
 
 
 @pytest.fixture

@@ -6,13 +6,22 @@ import json
 
 import pytest
 
-from tests.integration.http.conftest import Rpc, body_for, headers_for
+from millimcp.protocol.types import META_PROTOCOL_VERSION
+from millimcp.testing import modern_meta
+from tests.integration.http.conftest import CLIENT_META, Rpc, body_for, headers_for, request_for
 
 
 def _error(response_json: dict[str, object]) -> int:
     error = response_json["error"]
     assert isinstance(error, dict)
     return int(error["code"])
+
+
+def with_argument(raw: bytes) -> bytes:
+    """An ``echo`` call whose arguments carry ``raw`` (bytes that are not valid JSON)."""
+    body = body_for("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+    assert body.count(b'"text":"x"') == 1
+    return body.replace(b'"text":"x"', b'"text":"x",' + raw)
 
 
 def test_malformed_json(rpc: Rpc) -> None:
@@ -33,7 +42,7 @@ def test_invalid_utf8(rpc: Rpc) -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        b"[" + body_for("tools/list").encode() + b"]",  # a batch
+        b"[" + body_for("tools/list") + b"]",  # a batch
         b'{"id": 7, "method": "tools/list", "params": {}}',  # no jsonrpc
         b'{"jsonrpc": "1.0", "id": 7, "method": "tools/list"}',  # wrong version
         b'{"jsonrpc": "2.0", "id": 7, "params": {}, "method": 5}',  # method not a string
@@ -69,7 +78,7 @@ def test_wrong_params(rpc: Rpc, params: dict[str, object]) -> None:
             "jsonrpc": "2.0",
             "id": 3,
             "method": "tools/call",
-            "params": {**params, "_meta": json.loads(body_for("x"))["params"]["_meta"]},
+            "params": {**params, "_meta": modern_meta(CLIENT_META)},
         }
     )
     response = rpc.post(body, headers_for("tools/call", "echo"))
@@ -100,16 +109,16 @@ def test_invalid_arguments_are_a_tool_error(rpc: Rpc) -> None:
     ("headers", "expected"),
     [
         (headers_for("tools/list"), -32020),  # Mcp-Method says tools/list, body tools/call
-        ({**headers_for("tools/call"), "Mcp-Name": "other"}, -32020),
+        ({**headers_for("tools/call"), "mcp-name": "other"}, -32020),
         (
             {
                 k: v
                 for k, v in headers_for("tools/call", "echo").items()
-                if k != "MCP-Protocol-Version"
+                if k != "mcp-protocol-version"
             },
             -32020,
         ),
-        ({**headers_for("tools/call", "echo"), "MCP-Protocol-Version": "2025-06-18"}, -32020),
+        ({**headers_for("tools/call", "echo"), "mcp-protocol-version": "2025-06-18"}, -32020),
     ],
     ids=["method", "name", "version-missing", "version-differs"],
 )
@@ -130,22 +139,11 @@ def test_missing_meta_is_invalid_params(rpc: Rpc) -> None:
 
 
 def test_unsupported_version(rpc: Rpc) -> None:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 4,
-            "method": "server/discover",
-            "params": {
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "1999-01-01",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }
-            },
-        }
+    body, headers = request_for(
+        "server/discover", {"_meta": {META_PROTOCOL_VERSION: "1999-01-01"}}, request_id=4
     )
-    response = rpc.post(
-        body, {**headers_for("server/discover"), "MCP-Protocol-Version": "1999-01-01"}
-    )
+    assert headers["mcp-protocol-version"] == "1999-01-01"
+    response = rpc.post(body, headers)
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == -32022
@@ -170,8 +168,7 @@ def test_integer_beyond_64_bits_round_trips(rpc: Rpc) -> None:
 
 def test_deep_nesting_is_refused_cleanly(rpc: Rpc) -> None:
     deep = "[" * 100_000 + "]" * 100_000
-    body = body_for("tools/call", {"name": "echo", "arguments": {"text": "x"}})
-    body = body.replace('"text": "x"', f'"text": "x", "deep": {deep}')
+    body = with_argument(b'"deep":' + deep.encode())
     response = rpc.post(body, headers_for("tools/call", "echo"))
     assert response.status_code == 400
     reply = response.json()
@@ -185,8 +182,7 @@ def test_nan_and_infinity_are_rejected(rpc: Rpc) -> None:
     # overflows, like 1e400, is refused when a field is decoded as a number; see the codec
     # unit tests. In a field nobody reads it is skipped, never turned into a float.)
     for literal in ("NaN", "Infinity", "-Infinity"):
-        body = body_for("tools/call", {"name": "echo", "arguments": {"text": "x"}})
-        body = body.replace('"text": "x"', f'"text": "x", "n": {literal}')
+        body = with_argument(b'"n":' + literal.encode())
         response = rpc.post(body, headers_for("tools/call", "echo"))
         assert response.status_code == 400, literal
         assert _error(response.json()) in (-32700, -32602), literal
@@ -210,7 +206,7 @@ def test_other_http_methods(rpc: Rpc, method: str) -> None:
 
 
 def test_wrong_content_type(rpc: Rpc) -> None:
-    headers = {**headers_for("tools/list"), "Content-Type": "text/plain"}
+    headers = {**headers_for("tools/list"), "content-type": "text/plain"}
     assert rpc.post(body_for("tools/list"), headers).status_code == 415
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from millimcp.testing import modern_request
+
 LEGACY = "2025-11-25"
 HELLO = {
     "protocolVersion": LEGACY,
@@ -146,15 +148,8 @@ async def test_requests_without_a_session_or_modern_meta_are_refused(server_url:
             assert refused.status_code == 405
             assert "POST" in refused.headers["allow"]
         # A modern request that names a removed method gets -32601 / 404.
-        modern = {
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            }
-        }
-        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": modern}
-        headers = {**JSON_ONLY, "mcp-protocol-version": "2026-07-28", "mcp-method": "ping"}
-        response = await client.post(server_url, json=ping, headers=headers)
+        ping, headers = modern_request("ping", request_id=2)
+        response = await client.post(server_url, content=ping, headers=headers)
         assert response.status_code == 404
         assert response.json()["error"]["code"] == -32601
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 
 from millimcp import Server
+from millimcp.testing import modern_request
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -51,23 +52,13 @@ async def test_a_handshake_session_calls_a_mirrored_tool_without_param_headers()
 
 async def test_a_modern_call_without_the_param_header_is_refused() -> None:
     transport = httpx.ASGITransport(app=build().asgi())
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = {
-        **ACCEPT,
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": "where",
-    }
-    params = {"name": "where", "arguments": {"region": "eu"}, "_meta": meta}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    body, headers = modern_request("tools/call", {"name": "where", "arguments": {"region": "eu"}})
+    assert not any(name.startswith("mcp-param-") for name in headers)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-        refused = await client.post("/mcp", headers=headers, json=body)
+        refused = await client.post("/mcp", headers=headers, content=body)
         assert refused.status_code == 400
         assert refused.json()["error"]["code"] == -32020
         accepted = await client.post(
-            "/mcp", headers={**headers, "mcp-param-region": "eu"}, json=body
+            "/mcp", headers={**headers, "mcp-param-region": "eu"}, content=body
         )
         assert accepted.status_code == 200, accepted.text

@@ -8,10 +8,12 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 
 from tests.integration.http.conftest import Rpc, body_for, headers_for, sse_messages
+from tests.servers.basic_server import server as basic_server
 
 
 def test_discover(rpc: Rpc) -> None:
@@ -24,12 +26,14 @@ def test_discover(rpc: Rpc) -> None:
     }
     assert set(result["capabilities"]) >= {"tools", "resources", "prompts"}
     assert result["instructions"] == "Tools for millimcp's own tests."
-    assert result["ttlMs"] >= 0
+    # The served value is the server's configured list TTL (a minute by default), not any
+    # number: a server that drops or zeroes it fails here.
+    assert result["ttlMs"] == basic_server.config.list_ttl_ms > 0
     assert result["cacheScope"] in ("public", "private")
 
 
-def _all_tools(rpc: Rpc) -> list[dict[str, object]]:
-    tools: list[dict[str, object]] = []
+def _all_tools(rpc: Rpc) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
     cursor = None
     for _ in range(20):
         reply = rpc.call("tools/list", {"cursor": cursor} if cursor else {})["result"]
@@ -242,7 +246,7 @@ def test_prompts(rpc: Rpc) -> None:
 
 def test_subscription_stream(server_url: str, rpc: Rpc) -> None:
     params = {"notifications": {"resourceSubscriptions": ["orders://1"], "toolsListChanged": True}}
-    frames: list[dict[str, object]] = []
+    frames: list[dict[str, Any]] = []
     with (
         httpx.Client(timeout=10) as client,
         client.stream(
@@ -288,5 +292,6 @@ def test_keep_alive_reuses_one_connection(server_url: str) -> None:
         rpc = Rpc(client, server_url)
         for _ in range(5):
             rpc.works()
-        pool = client._transport._pool
-        assert len(pool.connections) == 1
+        transport = client._transport
+        assert isinstance(transport, httpx.HTTPTransport)
+        assert len(transport._pool.connections) == 1

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
@@ -19,8 +20,9 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from tests.conftest import ROOT, free_port, start_server, stop_server
-from tests.integration.http.conftest import body_for, headers_for
+from millimcp.testing import ServedProcess
+from tests.conftest import ROOT, serve_python
+from tests.integration.http.conftest import request_for
 
 TARGET = "tests.servers.fastpath_server:server"
 
@@ -49,47 +51,44 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     return Tls(tmp_path_factory.mktemp("tls"))
 
 
-def serve(*options: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    args = ["-m", "millimcp", "serve", TARGET, "--port", str(port), *options]
-    return start_server(args, port), port
+def serve(*options: str) -> AbstractContextManager[ServedProcess]:
+    return serve_python(["-m", "millimcp", "serve", TARGET, "--port", "{port}", *options])
 
 
 @pytest.fixture(scope="module")
 def uvicorn_tls(tls: Tls) -> Iterator[int]:
-    process, port = serve("--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile))
-    yield port
-    stop_server(process)
+    with serve("--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)) as served:
+        yield served.port
 
 
 @pytest.fixture(scope="module")
 def granian_tls(tls: Tls) -> Iterator[int]:
-    process, port = serve(
+    with serve(
         "--http", "granian", "--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)
-    )
-    yield port
-    stop_server(process)
+    ) as served:
+        yield served.port
 
 
 @pytest.fixture(scope="module")
 def granian_plain() -> Iterator[int]:
-    process, port = serve("--http", "granian")
-    yield port
-    stop_server(process)
+    with serve("--http", "granian") as served:
+        yield served.port
 
 
-def echo(text: str, request_id: int = 1) -> dict[str, object]:
-    return {
-        "content": body_for(
-            "tools/call", {"name": "echo", "arguments": {"text": text}}, request_id
-        ),
-        "headers": headers_for("tools/call", "echo"),
-    }
+def echo(text: str, request_id: int = 1) -> tuple[bytes, dict[str, str]]:
+    return request_for("tools/call", {"name": "echo", "arguments": {"text": text}}, request_id)
+
+
+async def post_echo(
+    client: httpx.AsyncClient, url: str, text: str, request_id: int = 1
+) -> httpx.Response:
+    body, headers = echo(text, request_id)
+    return await client.post(url, content=body, headers=headers)
 
 
 async def twenty_calls(client: httpx.AsyncClient, url: str) -> set[str]:
     """20 concurrent calls; the HTTP versions they went over."""
-    responses = await asyncio.gather(*(client.post(url, **echo(f"n{n}", n)) for n in range(20)))
+    responses = await asyncio.gather(*(post_echo(client, url, f"n{n}", n) for n in range(20)))
     for n, response in enumerate(responses):
         assert response.status_code == 200
         assert response.json()["result"]["content"][0]["text"] == f"n{n}"
@@ -105,8 +104,8 @@ def resumed(port: int, context: ssl.SSLContext) -> tuple[str | None, bool]:
             server_hostname="127.0.0.1",
             session=session,
         )
-        body = body_for("tools/call", {"name": "echo", "arguments": {"text": "resume"}}).encode()
-        headers = "".join(f"{k}: {v}\r\n" for k, v in headers_for("tools/call", "echo").items())
+        body, fields = echo("resume")
+        headers = "".join(f"{k}: {v}\r\n" for k, v in fields.items())
         sock.sendall(
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
@@ -119,7 +118,7 @@ def resumed(port: int, context: ssl.SSLContext) -> tuple[str | None, bool]:
     session, version = first.session, first.version()
     first.close()
     second = connect(session)
-    reused = second.session_reused
+    reused = bool(second.session_reused)
     second.close()
     return version, reused
 
@@ -130,7 +129,7 @@ async def test_uvicorn_serves_tls_with_http1(uvicorn_tls: int, tls: Tls) -> None
         assert await twenty_calls(client, url) == {"HTTP/1.1"}  # no h2 in uvicorn: ALPN falls back
     with pytest.raises(httpx.ConnectError):  # an untrusted client refuses the certificate
         async with httpx.AsyncClient(timeout=30) as client:
-            await client.post(url, **echo("x"))
+            await post_echo(client, url, "x")
 
 
 def test_uvicorn_resumes_tls_sessions(uvicorn_tls: int, tls: Tls) -> None:

@@ -26,10 +26,13 @@ import pytest
 
 from millimcp import Client
 from millimcp.protocol.types import (
+    CompletionRef,
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
+    GetPromptResult,
+    ReadResourceResult,
     TextContent,
     TextResourceContents,
 )
@@ -78,6 +81,20 @@ def python_env() -> dict[str, str]:
 
 def text_of(result: Any) -> str:
     return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def text_in(read: ReadResourceResult) -> str:
+    """The text of a resource read's first contents (which must be text)."""
+    text = read.contents[0].text
+    assert text is not None, read
+    return text
+
+
+def prompt_text(prompt: GetPromptResult) -> str:
+    """The text of a prompt's first message (which must be text)."""
+    content = prompt.messages[0].content
+    assert isinstance(content, TextContent), content
+    return content.text
 
 
 class Progress:
@@ -156,7 +173,7 @@ async def test_official_server(official_url: str, transport: str, era: str) -> N
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates] == ["orders://{order_id}"]
         order = await client.read_resource("orders://7")
-        assert order.contents[0].text == '{"order": "7"}'  # type: ignore[union-attr]
+        assert order.contents[0].text == '{"order": "7"}'
 
         assert [p.name for p in await client.list_prompts()] == ["greet"]
         prompt = await client.get_prompt("greet", {"name": "Bo"})
@@ -267,7 +284,7 @@ async def _exercise_everything(client: Client, peer: Peer) -> None:
     resources = await client.list_resources()
     document = next(r for r in resources if r.uri.endswith("/architecture.md"))
     read = await client.read_resource(document.uri)
-    assert "Architecture" in read.contents[0].text  # type: ignore[union-attr]
+    assert "Architecture" in text_in(read)
     templates = {t.uri_template for t in await client.list_resource_templates()}
     assert "demo://resource/dynamic/text/{resourceId}" in templates
     dynamic = await client.read_resource("demo://resource/dynamic/text/3")
@@ -275,9 +292,9 @@ async def _exercise_everything(client: Client, peer: Peer) -> None:
 
     assert {"simple-prompt", "args-prompt"} <= {p.name for p in await client.list_prompts()}
     prompt = await client.get_prompt("args-prompt", {"city": "Oslo"})
-    assert "Oslo" in prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "Oslo" in prompt_text(prompt)
     completion = await client.complete(
-        {"type": "ref/prompt", "name": "completable-prompt"}, ("department", "Eng")
+        CompletionRef(type="ref/prompt", name="completable-prompt"), ("department", "Eng")
     )
     assert completion.values == ["Engineering"]
 
@@ -334,14 +351,12 @@ async def test_millimcp_server_over_stdio(era: str) -> None:
         assert text_of(sampled) == "LLM response: Paris"
 
         text = await client.read_resource("test://static-text")
-        assert text.contents[0].text == (  # type: ignore[union-attr]
-            "This is the content of the static text resource."
-        )
+        assert text.contents[0].text == ("This is the content of the static text resource.")
         templated = await client.read_resource("test://template/42/data")
-        assert '"id":"42"' in templated.contents[0].text.replace(" ", "")  # type: ignore[union-attr]
+        assert '"id":"42"' in text_in(templated).replace(" ", "")
         prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
-        assert "arg1='a'" in prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert "arg1='a'" in prompt_text(prompt)
         completion = await client.complete(
-            {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, ("arg1", "te")
+            CompletionRef(type="ref/prompt", name="test_prompt_with_arguments"), ("arg1", "te")
         )
         assert completion.values == ["test", "testing", "tested"]

@@ -9,7 +9,7 @@ package) decodes to the same values.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import numpy as np
@@ -38,7 +38,7 @@ async def official(url: str) -> AsyncIterator[Client]:
         )
 
 
-def tensors_of(content: list[object]) -> dict[str, np.ndarray]:
+def tensors_of(content: Sequence[object]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for block in content:
         assert isinstance(block, EmbeddedResource)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, wait_for_port
+from millimcp.testing.processes import free_port, start_subprocess, stop_process
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -36,27 +36,17 @@ LATENCY_MS = 250.0
 
 def start(args: list[str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """``python -m <args>`` from ``examples/``, its output in ``log``; waits for ``port``."""
-    env = {**os.environ, "PYTHONPATH": f"{EXAMPLES}{os.pathsep}{ROOT}"}
+    env = {"PYTHONPATH": f"{EXAMPLES}{os.pathsep}{ROOT}"}
     with open(log, "ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", *args], cwd=EXAMPLES, env=env, stdout=out, stderr=out
+        return start_subprocess(
+            [sys.executable, "-m", *args],
+            port,
+            cwd=EXAMPLES,
+            env=env,
+            stdout=out,
+            stderr=out,
+            timeout=60,
         )
-    try:
-        wait_for_port(port, process, timeout=60)
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    return process
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -83,12 +73,13 @@ def recommender(orders_dir: Path) -> Iterator[str]:
         orders_dir / "recommender.log",
     )
     yield f"http://127.0.0.1:{port}"
-    stop(process)
+    stop_process(process)
 
 
 def recommender_stats(base: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{base}/stats", timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
+        stats: dict[str, Any] = json.loads(response.read())
+    return stats
 
 
 class Launcher:
@@ -129,12 +120,12 @@ class Launcher:
         """Stop the service at ``url`` now (a later call with its settings starts anew)."""
         key, process = self.by_url.pop(url)
         del self.started[key]
-        stop(process)
+        stop_process(process)
 
     def close(self) -> None:
         for process in self.processes:
             if process.poll() is None:
-                stop(process)
+                stop_process(process)
 
 
 @pytest.fixture(scope="session")

@@ -187,7 +187,7 @@ async def test_the_recommenders_latency_is_paid_on_every_naive_call(
 async def test_auth_refuses_with_a_clear_reason(launch: Launcher, preset: str) -> None:
     url = launch(preset)
     secret = NAIVE.auth_secret
-    cases = [
+    cases: list[tuple[str | None, str, dict[str, Any], str]] = [
         (None, "get_profile", {"customer_id": 1}, "unauthenticated: send 'Authorization"),
         (mint("not-the-secret", "x"), "get_profile", {"customer_id": 1}, "bad token signature"),
         (mint(secret, "x", ttl_s=-5), "get_profile", {"customer_id": 1}, "expired"),

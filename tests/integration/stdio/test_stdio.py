@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from millimcp.protocol.types import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
+from millimcp.testing import modern_meta
+
 ROOT = Path(__file__).resolve().parents[3]
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+MODERN_META = modern_meta()
 HELLO = {
     "protocolVersion": "2025-11-25",
     "capabilities": {"elicitation": {}},
@@ -132,14 +132,14 @@ def test_elicitation_goes_out_as_a_request_and_comes_back_as_a_response(peer: Pe
     assert final["id"] == 2
     assert final["result"]["content"][0]["text"] == "hello Grace"
     # The modern era asks through MRTR instead: an input_required result.
-    caps = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    caps = modern_meta({META_CLIENT_CAPABILITIES: {"elicitation": {}}})
     params = {"name": "ask_name", "arguments": {}, "_meta": caps}
     modern = peer.call(3, "tools/call", params)
     assert modern["result"]["resultType"] == "input_required"
 
 
 def test_progress_and_logs_are_notifications_on_stdout(peer: Peer) -> None:
-    meta = {**MODERN_META, "progressToken": "t", "io.modelcontextprotocol/logLevel": "info"}
+    meta = modern_meta({"progressToken": "t", META_LOG_LEVEL: "info"})
     params = {"name": "progress", "arguments": {"steps": 3}, "_meta": meta}
     peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
     seen = [peer.recv() for _ in range(7)]

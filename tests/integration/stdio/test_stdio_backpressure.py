@@ -12,11 +12,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from millimcp.testing import modern_meta
+
 ROOT = Path(__file__).resolve().parents[3]
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta()
 
 
 def gated(request_id: int, tag: str) -> dict[str, Any]:
@@ -38,7 +37,12 @@ def test_refusals_and_control_messages_do_not_wait_behind_queued_work() -> None:
     assert process.stdout is not None
     lines: queue.Queue[bytes] = queue.Queue()
     stdout = process.stdout
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
+
+    def read() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
 
     def send(message: dict[str, Any]) -> None:
@@ -65,7 +69,7 @@ def test_refusals_and_control_messages_do_not_wait_behind_queued_work() -> None:
 
         opened = {"name": "open_gate", "arguments": {"tag": "stdio"}, "_meta": META}
         send({"jsonrpc": "2.0", "id": 33, "method": "tools/call", "params": opened})
-        answers = {}
+        answers: dict[int, dict[str, Any]] = {}
         while len(answers) < 30:  # 1..30 but 25, and the open_gate call
             message = recv()
             answers[message["id"]] = message

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from millimcp.codec.attachment import frame, split
+from millimcp.protocol.types import META_CLIENT_CAPABILITIES
 from millimcp.tensor import (
     ATTACHMENT_MEDIA_TYPE,
     EXTENSION,
@@ -24,16 +25,13 @@ from millimcp.tensor import (
     decode_result,
     encode_arguments,
 )
-
-VERSION = "2026-07-28"
+from millimcp.testing import modern_request
 
 
 def meta(extension: bool) -> dict[str, Any]:
+    """The ``_meta`` entries of a client that does (or does not) declare the extension."""
     capabilities: dict[str, Any] = {"extensions": {EXTENSION: {}}} if extension else {}
-    return {
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    }
+    return {META_CLIENT_CAPABILITIES: capabilities}
 
 
 class TensorRpc:
@@ -52,24 +50,21 @@ class TensorRpc:
             **meta(raw if extension is None else extension),
             **params.get("_meta", {}),
         }
-        headers = {
-            "Accept": f"application/json, text/event-stream, {ATTACHMENT_MEDIA_TYPE}",
-            "MCP-Protocol-Version": VERSION,
-            "Mcp-Method": method,
-        }
-        if "name" in params:
-            headers["Mcp-Name"] = params["name"]
-        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+        body, headers = modern_request(method, params, request_id=7, name=params.get("name"))
+        headers["accept"] = f"application/json, text/event-stream, {ATTACHMENT_MEDIA_TYPE}"
+        content = body
         if attachment is not None:
-            headers["Content-Type"] = ATTACHMENT_MEDIA_TYPE
-            content = b"".join(frame(body.encode(), attachment))
-        else:
-            headers["Content-Type"] = "application/json"
-            content = body.encode()
+            headers["content-type"] = ATTACHMENT_MEDIA_TYPE
+            content = b"".join(frame(body, attachment))
         return self.client.post(self.url, content=content, headers=headers)
 
     def call(
-        self, name: str, arguments: dict[str, Any], *, raw: bool, to: str = "numpy"
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        raw: bool,
+        to: Literal["numpy", "torch"] = "numpy",
     ) -> tuple[dict[str, Any], dict[str, Any], httpx.Response]:
         """(the JSON-RPC reply, the tensors of its result, the response)."""
         args, attachment = encode_arguments(arguments, raw)
@@ -82,9 +77,9 @@ class TensorRpc:
         if kind.startswith(ATTACHMENT_MEDIA_TYPE):
             message, data = split(bytearray(response.content), 1 << 20)
             reply = json.loads(message)
-            return reply, decode_result(reply["result"], data, to), response  # type: ignore[arg-type]
+            return reply, decode_result(reply["result"], data, to), response
         reply = json.loads(response.content)
-        return reply, decode_result(reply["result"], None, to), response  # type: ignore[arg-type]
+        return reply, decode_result(reply["result"], None, to), response
 
 
 @pytest.fixture(scope="module")
@@ -266,12 +261,8 @@ def test_a_forged_attachment_is_a_tool_error(rpc: TensorRpc) -> None:
 def test_broken_framing_is_refused_by_the_transport(
     rpc: TensorRpc, body: bytes, status: int
 ) -> None:
-    headers = {
-        "Content-Type": ATTACHMENT_MEDIA_TYPE,
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "tools/call",
-    }
+    _, headers = modern_request("tools/call")
+    headers["content-type"] = ATTACHMENT_MEDIA_TYPE
     response = rpc.client.post(rpc.url, content=body, headers=headers)
     assert response.status_code == status
     assert response.json()["error"]["code"] == -32600

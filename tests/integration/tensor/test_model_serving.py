@@ -16,36 +16,33 @@ import pytest
 import torch
 
 from millimcp.codec.attachment import frame, split
+from millimcp.protocol.types import META_CLIENT_CAPABILITIES
 from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION, decode_result, encode_arguments
+from millimcp.testing import modern_request
 from tests.conftest import free_port, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[3]
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
-}
+META: dict[str, Any] = {META_CLIENT_CAPABILITIES: {"extensions": {EXTENSION: {}}}}
+"""A client that declares the tensor extension."""
+
+
+def raw_call(
+    name: str, arguments: dict[str, Any], request_id: int = 1
+) -> tuple[bytes, dict[str, str]]:
+    """A tools/call whose tensor arguments travel as an attachment (body, headers)."""
+    args, attachment = encode_arguments(arguments, raw=True)
+    params = {"name": name, "arguments": args, "_meta": META}
+    body, headers = modern_request("tools/call", params, request_id=request_id)
+    if attachment is not None:
+        headers["content-type"] = ATTACHMENT_MEDIA_TYPE
+        body = b"".join(frame(body, attachment))
+    return body, headers
 
 
 async def call(http: httpx.AsyncClient, url: str, name: str, arguments: dict[str, Any]) -> Any:
     """One raw-path tools/call; returns (result JSON, tensors)."""
-    args, attachment = encode_arguments(arguments, raw=True)
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": args, "_meta": META},
-    }
-    body = json.dumps(message).encode()
-    headers = {
-        "Accept": f"application/json, {ATTACHMENT_MEDIA_TYPE}",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": name,
-        "Content-Type": "application/json",
-    }
-    if attachment is not None:
-        headers["Content-Type"] = ATTACHMENT_MEDIA_TYPE
-        body = b"".join(frame(body, attachment))
+    body, headers = raw_call(name, arguments)
+    headers["accept"] = f"application/json, {ATTACHMENT_MEDIA_TYPE}"
     response = await http.post(url, content=body, headers=headers)
     assert response.status_code == 200, response.text
     data = None
@@ -82,25 +79,10 @@ async def test_a_full_model_queue_refuses_at_once_with_503(tensor_url: str) -> N
         await asyncio.sleep(0.3)
         queued = asyncio.create_task(call(http, tensor_url, "narrow_double", {"x": torch.ones(1)}))
         await asyncio.sleep(0.3)
-        args, attachment = encode_arguments({"x": torch.ones(1)}, raw=True)
-        message = {
-            "jsonrpc": "2.0",
-            "id": 9,
-            "method": "tools/call",
-            "params": {"name": "narrow_double", "arguments": args, "_meta": META},
-        }
-        assert attachment is not None
+        body, headers = raw_call("narrow_double", {"x": torch.ones(1)}, request_id=9)
+        assert headers["content-type"] == ATTACHMENT_MEDIA_TYPE
         started = time.perf_counter()
-        response = await http.post(
-            tensor_url,
-            content=b"".join(frame(json.dumps(message).encode(), attachment)),
-            headers={
-                "Content-Type": ATTACHMENT_MEDIA_TYPE,
-                "MCP-Protocol-Version": "2026-07-28",
-                "Mcp-Method": "tools/call",
-                "Mcp-Name": "narrow_double",
-            },
-        )
+        response = await http.post(tensor_url, content=body, headers=headers)
         refused_s = time.perf_counter() - started
         for task in (running, queued):
             _, tensors = await task

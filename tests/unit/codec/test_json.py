@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -41,7 +42,9 @@ def test_decode_of_a_100000_deep_array_is_too_deep_not_a_crash() -> None:
 
 
 @pytest.mark.parametrize("make", [nested_array, nested_object])
-def test_a_body_at_exactly_the_cap_passes_and_one_deeper_fails(make) -> None:
+def test_a_body_at_exactly_the_cap_passes_and_one_deeper_fails(
+    make: Callable[[int], bytes],
+) -> None:
     check_depth(make(DEFAULT_MAX_DEPTH))
     with pytest.raises(JsonDecodeFailure) as info:
         check_depth(make(DEFAULT_MAX_DEPTH + 1))
@@ -98,7 +101,7 @@ def test_real_nesting_after_a_string_full_of_brackets_still_counts() -> None:
 
 
 def test_two_to_the_seventy_round_trips_exactly() -> None:
-    value = decode(b"1180591620717411303424")
+    value: object = decode(b"1180591620717411303424")
     assert value == 2**70
     assert isinstance(value, int)
     assert encode(2**70) == b"1180591620717411303424"
@@ -109,7 +112,7 @@ def test_two_to_the_seventy_round_trips_exactly() -> None:
 def test_a_300_digit_integer_round_trips_exactly(sign: str) -> None:
     text = sign + "7" + "1234567890" * 29 + "123456789"
     assert len(text.lstrip("-")) == 300
-    value = decode(text.encode())
+    value: int = decode(text.encode())
     assert value == int(text)
     assert encode(value) == text.encode()
     assert decode(b'{"n":' + text.encode() + b"}") == {"n": int(text)}
@@ -143,7 +146,7 @@ def test_numbers_that_overflow_a_float_are_rejected(literal: bytes) -> None:
 
 
 def test_the_largest_finite_float_is_accepted() -> None:
-    value = decode(b"1.7976931348623157e308")
+    value: float = decode(b"1.7976931348623157e308")
     assert math.isfinite(value)
     assert value == 1.7976931348623157e308
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,8 @@ def parse_server_timing(value: str) -> dict[str, tuple[float, str | None]]:
     return entries
 
 
-def timed_server(**config: object) -> Server:
-    server = Server("timed", config=ServerConfig(server_timing=True, **config))  # type: ignore[arg-type]
+def timed_server(**config: Any) -> Server:
+    server = Server("timed", config=ServerConfig(server_timing=True, **config))
 
     @server.tool()
     async def slow(ms: int) -> str:

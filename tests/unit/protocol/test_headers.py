@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import inspect
 
 import pytest
 from hypothesis import given, settings
@@ -154,9 +153,7 @@ def test_check_name_with_bad_base64_is_a_mismatch() -> None:
 def params(**values: str) -> McpHeaders:
     """McpHeaders carrying ``Mcp-Param-*`` headers, the way the HTTP transport builds them."""
     raw = [(b"mcp-param-" + k.lower().encode(), v.encode("latin-1")) for k, v in values.items()]
-    if "raw" in inspect.signature(McpHeaders).parameters:
-        return McpHeaders(raw=raw)
-    return McpHeaders(params={k.lower(): v for k, v in values.items()})  # type: ignore[call-arg]
+    return McpHeaders(raw=raw)
 
 
 def test_check_param_strings() -> None:

@@ -245,8 +245,8 @@ def test_encode_error_with_data() -> None:
 
 
 @pytest.mark.parametrize("request_id", [None, ABSENT])
-def test_encode_error_omits_an_unknown_id(request_id: object) -> None:
-    body = json.loads(encode_error(request_id, ParseError("Parse error")))  # type: ignore[arg-type]
+def test_encode_error_omits_an_unknown_id(request_id: msgspec.UnsetType | None) -> None:
+    body = json.loads(encode_error(request_id, ParseError("Parse error")))
     assert "id" not in body
     assert body == {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}
 

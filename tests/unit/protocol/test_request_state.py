@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -18,14 +19,14 @@ BINDING = RequestStateSealer.binding("tools/call", "book_flight", b'{"to":"LIS"}
 
 
 def make_state(**overrides: object) -> SealedState:
-    fields: dict[str, object] = {
+    fields: dict[str, Any] = {
         "binding": BINDING,
         "expires": NOW + 600,
         "answers": {"confirm": msgspec.Raw(b'{"action":"accept","content":{"ok":true}}')},
         "user": {"phase": 2, "big": 2**70},
     }
     fields.update(overrides)
-    return SealedState(**fields)  # type: ignore[arg-type]
+    return SealedState(**fields)
 
 
 def rejected(sealer: RequestStateSealer, token: str, binding: str = BINDING) -> InvalidParams:

@@ -60,7 +60,7 @@ def test_timeout_defaults_validation_and_coercion() -> None:
     nan = float("nan")
     for bad in ({"total": 0}, {"total": -1}, {"connect": 0}, {"hard_cap": 0}, {"total": nan}):
         with pytest.raises(ConfigurationError, match="Timeout"):
-            Timeout(**bad)  # type: ignore[arg-type]
+            Timeout(**bad)
     assert Timeout.coerce(2) == Timeout(total=2.0)
     assert Timeout.coerce(0.5).connect == 5.0
     assert Timeout.coerce(None) == Timeout(total=None)
@@ -88,4 +88,4 @@ def test_retry_defaults_validation_and_backoff_bounds() -> None:
     inf = float("inf")
     for bad in ({"attempts": -1}, {"base_s": -0.1}, {"cap_s": inf}, {"max_retry_after_s": -1}):
         with pytest.raises(ConfigurationError, match="Retry"):
-            Retry(**bad)  # type: ignore[arg-type]
+            Retry(**bad)

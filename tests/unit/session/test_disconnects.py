@@ -7,30 +7,25 @@ import json
 from typing import Any
 
 from millimcp import Context, HttpConfig, Server
-from millimcp.testing import http_scope
+from millimcp.testing import http_scope, modern_request
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "progressToken": 1,
-}
+
+def call(tool: str) -> tuple[bytes, dict[str, str]]:
+    """A modern ``tools/call`` of ``tool`` that asks for progress (so replies stream)."""
+    return modern_request(
+        "tools/call", {"name": tool, "arguments": {}, "_meta": {"progressToken": 1}}
+    )
 
 
 def scope_for(tool: str) -> dict[str, Any]:
+    _, headers = call(tool)
     return http_scope(
-        [
-            (b"mcp-protocol-version", b"2026-07-28"),
-            (b"mcp-method", b"tools/call"),
-            (b"mcp-name", tool.encode()),
-        ]
+        [(k.encode(), v.encode()) for k, v in headers.items() if k.startswith("mcp-")]
     )
 
 
 def call_body(tool: str) -> bytes:
-    params = {"name": tool, "arguments": {}, "_meta": META}
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    ).encode()
+    return call(tool)[0]
 
 
 def hanging_server() -> tuple[Server, dict[str, Any]]:

@@ -22,7 +22,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from millimcp.testing import http_scope
+from millimcp.protocol.types import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+)
+from millimcp.testing import MODERN_VERSION, http_scope, modern_request
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "conformance_server.py"
@@ -90,7 +96,7 @@ URIS = [
     "test://template//data",
     "test://nope",
 ]
-VERSIONS = ["2026-07-28", "2025-11-25", "2025-03-26", "1999-01-01", ""]
+VERSIONS = [MODERN_VERSION, "2025-11-25", "2025-03-26", "1999-01-01", ""]
 
 
 def load_conformance_server() -> Any:
@@ -288,15 +294,13 @@ capabilities = st.one_of(
 )
 good_meta = st.fixed_dictionaries(
     {
-        "io.modelcontextprotocol/protocolVersion": st.sampled_from(VERSIONS),
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        META_PROTOCOL_VERSION: st.sampled_from(VERSIONS),
+        META_CLIENT_CAPABILITIES: capabilities,
     },
     optional={
         "progressToken": st.one_of(st.integers(), st.text(max_size=5), json_values),
-        "io.modelcontextprotocol/logLevel": st.sampled_from(["debug", "info", "error", "loud"]),
-        "io.modelcontextprotocol/clientInfo": st.one_of(
-            st.just({"name": "fuzz", "version": "1"}), json_values
-        ),
+        META_LOG_LEVEL: st.sampled_from(["debug", "info", "error", "loud"]),
+        META_CLIENT_INFO: st.one_of(st.just({"name": "fuzz", "version": "1"}), json_values),
         "traceparent": st.text(max_size=10),
     },
 )
@@ -374,17 +378,17 @@ random_envelopes = st.fixed_dictionaries(
 )
 modern_meta = st.fixed_dictionaries(
     {
-        "io.modelcontextprotocol/protocolVersion": st.just("2026-07-28"),
-        "io.modelcontextprotocol/clientCapabilities": st.sampled_from(
+        META_PROTOCOL_VERSION: st.just(MODERN_VERSION),
+        META_CLIENT_CAPABILITIES: st.sampled_from(
             [{}, {"sampling": {}, "elicitation": {}, "roots": {}}, {"elicitation": {}}]
         ),
     },
     optional={
         "progressToken": st.one_of(st.integers(), st.text(max_size=5)),
-        "io.modelcontextprotocol/logLevel": st.sampled_from(["debug", "info", "error"]),
+        META_LOG_LEVEL: st.sampled_from(["debug", "info", "error"]),
     },
 )
-METHOD_PARAMS = {
+METHOD_PARAMS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "tools/call": {
         "name": st.sampled_from(TOOL_NAMES),
         "arguments": st.one_of(st.just({}), arguments),
@@ -465,12 +469,14 @@ def mirrored(draw: st.DrawFn, value: Any) -> str | None:
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[Any, list[tuple[bytes, bytes]]]:
     body = draw(st.one_of(envelopes, envelopes, envelopes, envelopes, json_values))
-    fields = body if isinstance(body, dict) else {}
-    body_params = fields.get("params") if isinstance(fields.get("params"), dict) else {}
-    meta = body_params.get("_meta") if isinstance(body_params.get("_meta"), dict) else {}
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    given_params = fields.get("params")
+    body_params: dict[str, Any] = given_params if isinstance(given_params, dict) else {}
+    given_meta = body_params.get("_meta")
+    meta: dict[str, Any] = given_meta if isinstance(given_meta, dict) else {}
     values = {
         b"mcp-method": fields.get("method"),
-        b"mcp-protocol-version": meta.get("io.modelcontextprotocol/protocolVersion"),
+        b"mcp-protocol-version": meta.get(META_PROTOCOL_VERSION),
         b"mcp-name": body_params.get("name", body_params.get("uri")),
     }
     args = body_params.get("arguments")
@@ -541,20 +547,17 @@ def test_any_bytes_get_a_well_formed_answer(app: Any, raw: bytes, tweak: tuple[i
         check_response(call(app, body, []), request)
 
 
+def mcp_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """The ``mcp-*`` headers of ``headers`` as the harness takes them."""
+    return [(k.encode(), v.encode()) for k, v in headers.items() if k.startswith("mcp-")]
+
+
 def test_the_harness_sees_a_real_answer(app: Any) -> None:
     """A well-formed request through the same harness gets a full, correct result."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {"jsonrpc": "2.0", "id": 2**70, "method": "tools/call"}
-    body["params"] = {"name": "test_simple_text", "arguments": {}, "_meta": meta}
-    headers = [
-        (b"mcp-method", b"tools/call"),
-        (b"mcp-protocol-version", b"2026-07-28"),
-        (b"mcp-name", b"test_simple_text"),
-    ]
-    response = call(app, json.dumps(body).encode(), headers)
+    params = {"name": "test_simple_text", "arguments": {}}
+    raw, headers = modern_request("tools/call", params, request_id=2**70)
+    body = json.loads(raw)
+    response = call(app, raw, mcp_headers(headers))
     (message,) = check_response(response, body)
     assert response.status == 200
     assert message["id"] == 2**70
@@ -562,19 +565,10 @@ def test_the_harness_sees_a_real_answer(app: Any) -> None:
 
 
 def test_the_harness_sees_a_stream(app: Any) -> None:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": "p",
-    }
-    body = {"jsonrpc": "2.0", "id": "s", "method": "tools/call"}
-    body["params"] = {"name": "test_tool_with_progress", "_meta": meta}
-    headers = [
-        (b"mcp-method", b"tools/call"),
-        (b"mcp-protocol-version", b"2026-07-28"),
-        (b"mcp-name", b"test_tool_with_progress"),
-    ]
-    response = call(app, json.dumps(body).encode(), headers)
+    params = {"name": "test_tool_with_progress", "_meta": {"progressToken": "p"}}
+    raw, headers = modern_request("tools/call", params, request_id="s")
+    body = json.loads(raw)
+    response = call(app, raw, mcp_headers(headers))
     messages = check_response(response, body)
     assert response.complete
     assert [m.get("method") for m in messages[:-1]] == ["notifications/progress"] * 3

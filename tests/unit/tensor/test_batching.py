@@ -95,7 +95,7 @@ async def test_a_full_batch_does_not_wait_for_the_delay() -> None:
         gate.run, Batching(max_batch_size=2, max_queue_delay_ms=60_000)
     )
     async with asyncio.timeout(5):
-        assert await asyncio.gather(batcher.submit(1), batcher.submit(2)) == [10, 20]
+        assert list(await asyncio.gather(batcher.submit(1), batcher.submit(2))) == [10, 20]
     await batcher.close()
 
 
@@ -109,7 +109,7 @@ async def test_cancelled_callers_are_dropped_and_failures_reach_every_caller() -
     await asyncio.sleep(0.01)
     leaving.cancel()
     gate.open.set()
-    assert await asyncio.gather(first, staying) == [0, 20]
+    assert list(await asyncio.gather(first, staying)) == [0, 20]
     assert [1 in batch for batch in gate.batches] == [False, False]
     await batcher.close()
 
@@ -125,7 +125,7 @@ async def test_cancelled_callers_are_dropped_and_failures_reach_every_caller() -
 def test_bad_settings_are_refused() -> None:
     for bad in ({"max_batch_size": 0}, {"max_queue_size": 0}, {"max_queue_delay_ms": -1}):
         with pytest.raises(ConfigurationError):
-            Batching(**bad)  # type: ignore[arg-type]
+            Batching(**bad)
 
 
 # -- Model: load once, a dedicated thread, inference mode, batches split per caller -----------

@@ -191,7 +191,7 @@ MALFORMED = {
 def test_malformed_documents_get_a_clear_error(data: bytes) -> None:
     for to in ("numpy", "torch"):
         with pytest.raises(TensorFormatError):
-            unpack(data, to)  # type: ignore[arg-type]
+            unpack(data, to)
 
 
 def test_caps_are_checked() -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from millimcp import Context, HttpConfig, Server
-from millimcp.testing import http_scope
+from millimcp.testing import http_scope, modern_request
 
 
 async def test_quiet_stream_gets_keepalive_comments() -> None:
@@ -21,25 +20,10 @@ async def test_quiet_stream_gets_keepalive_comments() -> None:
         return "done"
 
     app = server.asgi(http=HttpConfig(sse_keepalive_s=0.1))
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": 1,
-    }
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "slow_progress", "_meta": meta},
-        }
-    ).encode()
+    params = {"name": "slow_progress", "_meta": {"progressToken": 1}}
+    body, headers = modern_request("tools/call", params)
     scope = http_scope(
-        [
-            (b"mcp-protocol-version", b"2026-07-28"),
-            (b"mcp-method", b"tools/call"),
-            (b"mcp-name", b"slow_progress"),
-        ]
+        [(k.encode(), v.encode()) for k, v in headers.items() if k.startswith("mcp-")]
     )
     sent: list[dict[str, Any]] = []
     delivered = False
