@@ -6,9 +6,9 @@ is made.
 """
 
 from millimcp.client.client import Client
-from millimcp.client.core_subscribe import Subscription
 from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHandler
 from millimcp.client.results import ClientStats, Notification, ToolResult
+from millimcp.client.subscription import Subscription
 
 __all__ = [
     "Client",

@@ -41,8 +41,10 @@ import msgspec
 from millimcp.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from millimcp.client import Client, ToolResult
-    from millimcp.client.link import Link, OnMessage, Reply
+    from millimcp.client.link import Attachment, Link, OnMessage, Reply
     from millimcp.protocol import Message
 
 __all__ = [
@@ -257,16 +259,23 @@ class _RecordingLink:
         *,
         headers: Mapping[str, str],
         on_message: OnMessage,
+        attachment: Attachment | None = None,
     ) -> Reply:
         if self.recorded is not None:
             self.recorded.append((body, dict(headers)))
-        return await self.inner.request(request_id, body, headers=headers, on_message=on_message)
+        return await self.inner.request(
+            request_id, body, headers=headers, on_message=on_message, attachment=attachment
+        )
 
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
         await self.inner.send(body, headers=headers)
 
     def unsolicited(self) -> AsyncIterator[Message]:
         return self.inner.unsolicited()
+
+    @property
+    def stream_ready(self) -> asyncio.Event:
+        return self.inner.stream_ready
 
     @property
     def session_id(self) -> str | None:
