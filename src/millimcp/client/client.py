@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Unpack
 
-from millimcp.client.catalog import Catalog
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
 from millimcp.client.inbound import OnProgress
@@ -27,7 +26,7 @@ from millimcp.client.link import Link
 from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.subscription import Subscription
-from millimcp.client.tensors import ClientTensors, TensorType
+from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
 from millimcp.errors import HeaderMismatch
 from millimcp.protocol.header_params import param_headers
@@ -81,11 +80,6 @@ class Client:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
         self._timeout = Timeout.coerce(timeout)
-        self._tensors = (  # see millimcp.client.tensors; None without numpy
-            ClientTensors(declare=tensors and link.kind == "http", tensor_type=tensor_type)
-            if tensors_available()
-            else None
-        )
         self._core = Core(
             link,
             key,
@@ -95,16 +89,13 @@ class Client:
             era=era,
             handlers=Handlers(elicitation, sampling, roots),
             client_info=client_info,
-            extensions=(
-                self._tensors.capability()
-                if self._tensors is not None and self._tensors.declare
-                else None
-            ),
+            tensors=tensors,
+            tensor_type=tensor_type,
         )
         self._pipeline = self._core.pipeline
-        self._catalog = Catalog(self._pipeline, self._core.envelope)
+        self._catalog = self._core.catalog
         self._lists = self._catalog.lists
-        self._core.inbound.on_notification = self._on_notification
+        self._tensors = self._core.tensors
         self._opened = False
 
     # -- construction ---------------------------------------------------------------------
@@ -311,38 +302,30 @@ class Client:
             arguments, tensor_call = codec.prepare(arguments, tensor_type, extensions)
         attachment = None if tensor_call is None else tensor_call.parts
         params = {"name": name, "arguments": {} if arguments is None else arguments}
-        call = self._pipeline.call_with_attachment
-        try:
-            result, received = await call(
-                "tools/call",
-                params,
-                _CALL,
-                name=name,
-                extra_headers=extra,
-                idempotent=bool(idempotent),
-                timeout=self._per_call(timeout),
-                on_progress=on_progress,
-                attachment=attachment,
-            )
-        except HeaderMismatch:
-            if not http or not arguments:
-                raise
-            self._lists.invalidate("tools")
-            await self.list_tools()
-            info = self._catalog.tools.get(name)
-            if info is None or not info.headers:
-                raise
-            result, received = await call(
-                "tools/call",
-                params,
-                _CALL,
-                name=name,
-                extra_headers=param_headers(info.headers, arguments),
-                idempotent=bool(idempotent),
-                timeout=self._per_call(timeout),
-                on_progress=on_progress,
-                attachment=attachment,
-            )
+        deadline = self._per_call(timeout)
+        for resend in (False, True):
+            try:
+                result, received = await self._pipeline.call_with_attachment(
+                    "tools/call",
+                    params,
+                    _CALL,
+                    name=name,
+                    extra_headers=extra,
+                    idempotent=bool(idempotent),
+                    timeout=deadline,
+                    on_progress=on_progress,
+                    attachment=attachment,
+                )
+                break
+            except HeaderMismatch:
+                if resend or not http or not arguments:
+                    raise
+                self._lists.invalidate("tools")
+                await self.list_tools()
+                info = self._catalog.tools.get(name)
+                if info is None or not info.headers:
+                    raise
+                extra = param_headers(info.headers, arguments)
         content = narrow_blocks(result.content)
         return ToolResult(
             content,
@@ -461,9 +444,6 @@ class Client:
             resources_list_changed=resources_list_changed,
             resources=resources,
         )
-
-    def _on_notification(self, method: str) -> None:
-        self._lists.on_notification(method)
 
     # -- helpers --------------------------------------------------------------------------
 

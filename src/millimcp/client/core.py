@@ -9,8 +9,12 @@
            ├─ Negotiation  the era and version: probe, initialize, -32022 (millimcp.client.era)
            ├─ Inbound      progress, server logs, notifications, server-to-client requests,
            │                the unsolicited stream's pump (millimcp.client.inbound)
-           └─ Envelope     each request's era-dependent _meta and headers
-                            (millimcp.client.envelope)
+           ├─ Envelope     each request's era-dependent _meta and headers
+           │                (millimcp.client.envelope)
+           ├─ Catalog      the lists, cached by ttl, and what each tool's definition says
+           │                (millimcp.client.catalog)
+           └─ ClientTensors the tensor codec of call_tool (millimcp.client.tensors; None
+                            without numpy)
       over a Link (millimcp.client.link): HTTP, stdio, or an ASGI app in-process.
 
 A :class:`~millimcp.client.subscription.Subscription` sees the core only as a
@@ -20,11 +24,12 @@ open_unsolicited).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 import msgspec
 
+from millimcp.client.catalog import Catalog
 from millimcp.client.envelope import Envelope, traceparent
 from millimcp.client.era import Era, Negotiation
 from millimcp.client.handlers import Handlers
@@ -32,6 +37,8 @@ from millimcp.client.inbound import Inbound, NotificationSink, OnProgress
 from millimcp.client.link import Link
 from millimcp.client.pipeline import MAX_ROUNDS, Pipeline
 from millimcp.client.results import ClientStats
+from millimcp.client.tensors import ClientTensors, TensorType
+from millimcp.client.tensors import available as tensors_available
 from millimcp.errors import ConfigurationError
 from millimcp.protocol import Message
 from millimcp.protocol.types import Implementation, ServerCapabilities
@@ -45,8 +52,9 @@ _ERAS = ("auto", "modern", "handshake")
 class Core:
     """One client's requests to one server through one
     :class:`~millimcp.client.link.Link`. ``era`` forces an era (``"auto"``: probe, and
-    remember the answer under ``key``); ``extensions`` are declared in the client's
-    capabilities (modern ``_meta`` and ``initialize`` alike).
+    remember the answer under ``key``); ``tensors``: declare ``dev.millimcp/tensor`` (over
+    an HTTP link, with numpy installed) in the client's capabilities (modern ``_meta`` and
+    ``initialize`` alike); ``tensor_type``: what result tensors decode to by default.
     """
 
     def __init__(
@@ -60,7 +68,8 @@ class Core:
         era: Literal["auto", "modern", "handshake"],
         handlers: Handlers,
         client_info: Implementation,
-        extensions: Mapping[str, Any] | None = None,
+        tensors: bool = True,
+        tensor_type: TensorType | None = None,
     ) -> None:
         if era not in _ERAS:
             raise ConfigurationError(f"era must be 'auto', 'modern' or 'handshake', not {era!r}")
@@ -68,9 +77,15 @@ class Core:
         self.key = key
         self.http = link.kind == "http"
         self.timeout = timeout
+        self.tensors = (
+            ClientTensors(declare=tensors and self.http, tensor_type=tensor_type)
+            if tensors_available()
+            else None
+        )
         capabilities = handlers.capabilities()
-        if extensions:
-            capabilities = msgspec.structs.replace(capabilities, extensions=dict(extensions))
+        if self.tensors is not None and self.tensors.declare:
+            extensions = ClientTensors.capability()
+            capabilities = msgspec.structs.replace(capabilities, extensions=extensions)
         self.capabilities = capabilities
         self.envelope = Envelope(
             http=self.http,
@@ -101,6 +116,8 @@ class Core:
             retry=retry,
             handlers=handlers,
         )
+        self.catalog = Catalog(self.pipeline, self.envelope)
+        self.inbound.on_notification = self._list_changed
 
     def __repr__(self) -> str:
         gate = self.pipeline.gate
@@ -161,6 +178,9 @@ class Core:
         """Send modern-era requests at ``version`` from now on (the server may refuse it:
         the pipeline then switches to one it lists)."""
         self.envelope.use_modern(version)
+
+    def _list_changed(self, method: str) -> None:
+        self.catalog.lists.on_notification(method)
 
     # -- what a subscription uses (SubscriptionHost) ------------------------------------
 
