@@ -28,7 +28,7 @@ from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.subscription import Subscription
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch
+from millimcp.errors import HeaderMismatch, MissingExtra
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -120,7 +120,8 @@ class Client:
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
     ) -> Client:
-        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
+        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
+        aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
         aiohttp (an ``ssl.SSLContext``, or False to skip verification).
@@ -132,11 +133,17 @@ class Client:
         decode to (default: the library of the call's first tensor argument, else numpy);
         ``max_attachment_bytes`` caps a raw reply (256 MiB).
         """
-        from millimcp.client.http_link import HttpLink
         from millimcp.client.http_reply import (
             DEFAULT_MAX_ATTACHMENT_BYTES,
             DEFAULT_MAX_MESSAGE_BYTES,
         )
+
+        try:
+            from millimcp.client.http_link import HttpLink
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != "aiohttp":
+                raise
+            raise MissingExtra("client", "Client.over_http", "aiohttp") from None
 
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)

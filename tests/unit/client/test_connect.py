@@ -6,15 +6,18 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from millimcp import Client, Server
 from millimcp.client.asgi_link import AsgiLink
+from millimcp.errors import MissingExtra
 from millimcp.testing import connect
 from tests.unit.client.conftest import Era
 
@@ -82,3 +85,15 @@ async def test_a_mounted_app_is_reached_at_its_full_path() -> None:
         async with Client(link, key="memory:mounted") as client:
             assert client.era == "modern"
             assert (await client.call_tool("where")).text == "inside"
+
+
+def test_over_http_without_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp: ModuleNotFoundError
+    monkeypatch.delitem(sys.modules, "millimcp.client.http_link", raising=False)
+    monkeypatch.delitem(sys.modules, "millimcp.client.http_body", raising=False)
+    with pytest.raises(MissingExtra) as missing:
+        Client.over_http("http://127.0.0.1:1/mcp")
+    assert str(missing.value) == (
+        "Client.over_http needs the 'client' extra (aiohttp is not installed): "
+        "pip install 'millimcp[client]'"
+    )
