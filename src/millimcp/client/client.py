@@ -96,6 +96,7 @@ class Client:
         self._catalog = self._core.catalog
         self._lists = self._catalog.lists
         self._tensors = self._core.tensors
+        self._negotiation = self._core.negotiation
         self._opened = False
 
     # -- construction ---------------------------------------------------------------------
@@ -305,8 +306,7 @@ class Client:
         codec = self._tensors
         tensor_call = None
         if codec is not None:  # tensors become cid: references or base64 (client/tensors.py)
-            extensions = self._core.server_capabilities.extensions
-            arguments, tensor_call = codec.prepare(arguments, tensor_type, extensions)
+            arguments, tensor_call = codec.prepare(arguments, tensor_type, self._negotiation)
         attachment = None if tensor_call is None else tensor_call.parts
         params = {"name": name, "arguments": {} if arguments is None else arguments}
         deadline = self._per_call(timeout)

@@ -1,11 +1,12 @@
 """What every request carries for the era in use: its ``_meta`` block and its MCP headers.
 
 The constant part of a request's ``_meta`` (modern era: version, capabilities, identity) is
-encoded once per era; per request only the ``traceparent`` (and a ``progressToken`` when one
-was asked for) is spliced in. The MCP headers of each (method, name) are computed once and
-kept. Switching era or version (:meth:`Envelope.use_modern`, :meth:`Envelope.use_handshake`)
-drops both and bumps :attr:`Envelope.generation`, which lets a call that failed under an older
-era tell whether someone renegotiated since.
+encoded once per era (:attr:`Envelope.head`); per request only the ``traceparent`` (and a
+``progressToken`` when one was asked for) is spliced in, by the call pipeline. The MCP
+headers of each (method, name) are computed once and kept. Switching era or version
+(:meth:`Envelope.use_modern`, :meth:`Envelope.use_handshake`) drops both and bumps
+:attr:`Envelope.generation`, which lets a call that failed under an older era tell whether
+someone renegotiated since.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from typing import Any, Final
-
-import msgspec
 
 from millimcp.codec import encode
 from millimcp.protocol import encode_header_value
@@ -29,7 +28,8 @@ __all__ = ["Envelope", "traceparent"]
 
 _NO_HEADERS: Final[Mapping[str, str]] = {}
 _MAX_HEADER_SETS: Final = 4096
-_TRACE_TAIL: Final = b'"}'
+TRACE_TAIL: Final = b'"}'
+"""What closes a ``_meta`` after its ``traceparent`` value."""
 _HANDSHAKE_HEAD: Final = b'{"traceparent":"'
 
 _otel_trace: Any = None
@@ -69,12 +69,12 @@ class Envelope:
     """
 
     __slots__ = (
-        "_head",
         "_headers",
         "capabilities",
         "client_info",
         "era",
         "generation",
+        "head",
         "http",
         "version",
     )
@@ -87,7 +87,9 @@ class Envelope:
         self.version: str | None = None
         self.generation = 0
         """Bumped by every switch of era or version."""
-        self._head = _HANDSHAKE_HEAD
+        self.head = _HANDSHAKE_HEAD
+        """This era's ``_meta`` up to the ``traceparent`` value: a request's ``_meta`` is
+        ``head + traceparent + TRACE_TAIL``, or with ``","progressToken":N}`` as its tail."""
         self._headers: dict[tuple[str, str | None], Mapping[str, str]] = {}
         load_otel()
 
@@ -103,21 +105,15 @@ class Envelope:
             META_CLIENT_CAPABILITIES: self.capabilities,
             META_CLIENT_INFO: self.client_info,
         }
-        self._head = encode(meta)[:-1] + b',"traceparent":"'
+        self.head = encode(meta)[:-1] + b',"traceparent":"'
         self._switched()
 
     def use_handshake(self, version: str | None) -> None:
         """Send the handshake era's requests (``version`` None until ``initialize`` chose)."""
         self.era = "handshake"
         self.version = version
-        self._head = _HANDSHAKE_HEAD
+        self.head = _HANDSHAKE_HEAD
         self._switched()
-
-    def meta(self, trace: str, token: int | None) -> msgspec.Raw:
-        """A request's ``_meta``: this era's constant part, ``traceparent``, ``progressToken``."""
-        if token is None:
-            return msgspec.Raw(self._head + trace.encode() + _TRACE_TAIL)
-        return msgspec.Raw(self._head + trace.encode() + b'","progressToken":%d}' % token)
 
     def headers_for(self, method: str, name: str | None) -> Mapping[str, str]:
         """The MCP headers of a request (cached per method and name; none over stdio)."""

@@ -238,7 +238,7 @@ class HttpLink:
                 message, received = await read_framed(
                     response, self.max_message_bytes, self.max_attachment_bytes
                 )
-                reply = reply_of(response.status, message, None, response.reason or "")
+                reply = reply_of(response.status, message, None, "")
                 return reply._replace(attachment=received)
             data = await read_body(response, self.max_message_bytes)
         except asyncio.CancelledError:
@@ -250,9 +250,10 @@ class HttpLink:
         except BaseException:
             response.close()
             raise
-        return reply_of(
-            response.status, data, response.headers.get("Retry-After"), response.reason or ""
-        )
+        status = response.status
+        if status < 300:
+            return reply_of(status, data, None, "")
+        return reply_of(status, data, response.headers.get("Retry-After"), response.reason or "")
 
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
         if self._session is None:

@@ -34,7 +34,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from millimcp.client.envelope import Envelope, traceparent
+from millimcp.client.envelope import TRACE_TAIL, Envelope, traceparent
 from millimcp.client.era import Negotiation
 from millimcp.client.handlers import Handlers
 from millimcp.client.inbound import Inbound, Inbox, OnProgress
@@ -194,6 +194,7 @@ class Pipeline:
     ) -> tuple[T, memoryview | None]:
         trace = traceparent()
         gate = self.gate
+        envelope = self.envelope
         for _ in range(MAX_ROUNDS):
             async with gate:
                 reply = await call_with_retries(
@@ -205,7 +206,7 @@ class Pipeline:
                     deadline=deadline,
                     on_retry=self._count_retry,
                 )
-            result = kind.decode(reply.message.result, self.envelope.era == "modern")
+            result = kind.decode(reply.message.result, envelope.era == "modern")
             if type(result) is not InputRequiredResult:
                 return result, reply.attachment  # type: ignore[return-value]
             params = await self._answer_inputs(params, result)
@@ -234,7 +235,11 @@ class Pipeline:
         while True:
             generation = envelope.generation
             request_id = next(self._ids)
-            params["_meta"] = envelope.meta(trace, token)
+            if token is None:  # the era's _meta with this call's traceparent spliced in
+                meta = envelope.head + trace.encode() + TRACE_TAIL
+            else:
+                meta = envelope.head + trace.encode() + b'","progressToken":%d}' % token
+            params["_meta"] = msgspec.Raw(meta)
             headers = envelope.headers_for(method, name)
             if extra:
                 headers = {**headers, **extra}

@@ -32,11 +32,16 @@ import functools
 import importlib.util
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE
 from millimcp.errors import TensorFormatError
-from millimcp.protocol.types import BlobResourceContents, EmbeddedResource, ResourceLink
+from millimcp.protocol.types import (
+    BlobResourceContents,
+    EmbeddedResource,
+    ResourceLink,
+    ServerCapabilities,
+)
 
 if TYPE_CHECKING:
     from millimcp.tensor._imports import Kind
@@ -47,6 +52,7 @@ __all__ = [
     "EXTENSION",
     "MEDIA_TYPE",
     "ClientTensors",
+    "DescribedServer",
     "TensorCall",
     "TensorType",
     "available",
@@ -77,6 +83,13 @@ def available() -> bool:
     """Whether tensors can be encoded here: numpy is installed (torch needs it too). Looked
     up without importing it."""
     return importlib.util.find_spec("numpy") is not None
+
+
+class DescribedServer(Protocol):
+    """What the server said of itself (the client's era negotiation keeps it)."""
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities: ...
 
 
 class TensorCall:
@@ -127,13 +140,13 @@ class ClientTensors:
         self,
         arguments: Mapping[str, Any] | None,
         tensor_type: TensorType | None,
-        server_extensions: Mapping[str, Any] | None,
+        server: DescribedServer,
     ) -> tuple[Mapping[str, Any] | None, TensorCall | None]:
         """The arguments to send, tensors replaced by their JSON form, and a
         :class:`TensorCall` when there were tensors (its ``parts``: the attachment to send,
         when raw; then pass it to :meth:`decode`). Raw when the client declares the
-        extension and ``server_extensions`` (the server's ``capabilities.extensions``, in
-        either era) holds it."""
+        extension and so did the ``server`` (its ``capabilities.extensions``, from either
+        era; read only when there are tensors)."""
         if not arguments:
             return arguments, None
         for value in arguments.values():  # the common case, inline: no tensor at all
@@ -144,7 +157,7 @@ class ClientTensors:
         found = _first_tensor(arguments)
         if found is None:
             return arguments, None
-        raw = self.declare and EXTENSION in (server_extensions or ())
+        raw = self.declare and EXTENSION in (server.server_capabilities.extensions or ())
         encoded, parts = _tensor()[1].encode_arguments(arguments, raw)
         return encoded, TensorCall(tensor_type or self.tensor_type or found, parts)
 
