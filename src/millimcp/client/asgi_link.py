@@ -22,8 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    MutableMapping,
+)
 from typing import Any, Final, Literal
 
 from millimcp.client.http_reply import (
@@ -124,7 +132,7 @@ class _Call:
                 self._chunks.put_nowait(None)
                 self.gone.set()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The response body as the app sends it; ConnectionLost if the app broke off."""
         while (chunk := await self._chunks.get()) is not None:
             yield chunk
@@ -243,7 +251,8 @@ class AsgiLink:
             content_type = got.get("content-type", "")
             if content_type.startswith("text/event-stream"):
                 parser = SseParser(self.max_message_bytes)
-                message = await find_response(call.chunks(), parser, request_id, on_message)
+                async with contextlib.aclosing(call.chunks()) as chunks:
+                    message = await find_response(chunks, parser, request_id, on_message)
                 if message is None:
                     raise ConnectionLost("the response stream ended before the response")
                 done = False  # the app ends its stream on its own, soon
@@ -295,11 +304,12 @@ class AsgiLink:
                     log.debug("GET stream refused: HTTP %d", status)
                     return
                 self.stream_ready.set()
-                async for chunk in call.chunks():
-                    for data in parser.feed(chunk):
-                        message = decode_or_none(data)
-                        if message is not None:
-                            yield message
+                async with contextlib.aclosing(call.chunks()) as chunks:
+                    async for chunk in chunks:
+                        for data in parser.feed(chunk):
+                            message = decode_or_none(data)
+                            if message is not None:
+                                yield message
             except (ConnectionLost, FrameTooLarge) as exc:
                 log.debug("GET stream broke (%r); opening it again", exc)
             finally:
