@@ -250,7 +250,13 @@ class StreamsLink:
             writer.close()
 
     async def request(
-        self, request_id: int | str, body: bytes, *, headers: Any, on_message: Any
+        self,
+        request_id: int | str,
+        body: bytes,
+        *,
+        headers: Any,
+        on_message: Any,
+        attachment: Any = None,
     ) -> Any:
         status, data = await self._exchange(body, headers)
         return self.reply(self.decode(data), status)

@@ -2,16 +2,18 @@
 
 Both protocol eras, pooled connections, per-call deadlines, safe retries and a concurrency
 cap; see ``docs/client.md``. aiohttp (the ``client`` extra) is imported when an HTTP client
-is made.
+is made. ``millimcp.testing.connect`` wires one to a ``Server`` in memory.
 """
 
 from millimcp.client.client import Client
-from millimcp.client.core_subscribe import Subscription
 from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHandler
+from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, Notification, ToolResult
+from millimcp.client.subscription import Subscription
 
 __all__ = [
     "Client",
+    "ClientOptions",
     "ClientStats",
     "ElicitationHandler",
     "Notification",

@@ -15,21 +15,21 @@ retried only when safe (``Retry``), and carry a W3C ``traceparent``.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, Unpack
 
-from millimcp.client.core import Core, OnProgress
-from millimcp.client.core_subscribe import Subscription
+from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
+from millimcp.client.inbound import OnProgress
 from millimcp.client.link import Link
-from millimcp.client.list_cache import ListCache
+from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, ToolResult
-from millimcp.client.tensors import ClientTensors, TensorType
+from millimcp.client.subscription import Subscription
+from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch, InvalidHeaderDeclaration
-from millimcp.protocol.header_params import HeaderParam, header_params, param_headers
+from millimcp.errors import HeaderMismatch, MissingExtra
+from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
     CallToolResult,
@@ -52,33 +52,10 @@ from millimcp.resilience.policy import Limits, Retry, Timeout
 
 __all__ = ["Client"]
 
-log: Final = logging.getLogger("millimcp.client")
-
-TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
-"""Where a millimcp server advertises a tool's own timeout (``Tool._meta``)."""
-TOOL_TIMEOUT_GRACE_S: Final = 0.5
-"""Added to a tool's advertised timeout: the server enforces it and answers; the client's
-deadline only catches a server that does not."""
-_MAX_PAGES: Final = 1000
-
 _CALL: Final[ReplyDecoder[CallToolResult]] = reply_decoder("tools/call")
 _READ: Final[ReplyDecoder[ReadResourceResult]] = reply_decoder("resources/read")
 _PROMPT: Final[ReplyDecoder[GetPromptResult]] = reply_decoder("prompts/get")
 _COMPLETE: Final[ReplyDecoder[CompleteResult]] = reply_decoder("completion/complete")
-_PAGES: Final[dict[str, tuple[str, str]]] = {
-    "tools": ("tools/list", "tools"),
-    "resources": ("resources/list", "resources"),
-    "templates": ("resources/templates/list", "resource_templates"),
-    "prompts": ("prompts/list", "prompts"),
-}
-
-
-class _ToolInfo(NamedTuple):
-    """What the client learned about a tool from ``tools/list``."""
-
-    timeout: float | None
-    idempotent: bool
-    headers: tuple[HeaderParam, ...]
 
 
 class Client:
@@ -103,11 +80,6 @@ class Client:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
         self._timeout = Timeout.coerce(timeout)
-        self._tensors = (  # see millimcp.client.tensors; None without numpy
-            ClientTensors(declare=tensors and link.kind == "http", tensor_type=tensor_type)
-            if tensors_available()
-            else None
-        )
         self._core = Core(
             link,
             key,
@@ -117,15 +89,14 @@ class Client:
             era=era,
             handlers=Handlers(elicitation, sampling, roots),
             client_info=client_info,
-            extensions=(
-                self._tensors.capability()
-                if self._tensors is not None and self._tensors.declare
-                else None
-            ),
+            tensors=tensors,
+            tensor_type=tensor_type,
         )
-        self._core.on_notification = self._on_notification
-        self._lists = ListCache()
-        self._tools: dict[str, _ToolInfo] = {}
+        self._pipeline = self._core.pipeline
+        self._catalog = self._core.catalog
+        self._lists = self._catalog.lists
+        self._tensors = self._core.tensors
+        self._negotiation = self._core.negotiation
         self._opened = False
 
     # -- construction ---------------------------------------------------------------------
@@ -150,7 +121,8 @@ class Client:
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
     ) -> Client:
-        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
+        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
+        aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
         aiohttp (an ``ssl.SSLContext``, or False to skip verification).
@@ -162,8 +134,17 @@ class Client:
         decode to (default: the library of the call's first tensor argument, else numpy);
         ``max_attachment_bytes`` caps a raw reply (256 MiB).
         """
-        from millimcp.client.http_link import DEFAULT_MAX_MESSAGE_BYTES, HttpLink
-        from millimcp.client.tensors import DEFAULT_MAX_ATTACHMENT_BYTES
+        from millimcp.client.http_reply import (
+            DEFAULT_MAX_ATTACHMENT_BYTES,
+            DEFAULT_MAX_MESSAGE_BYTES,
+        )
+
+        try:
+            from millimcp.client.http_link import HttpLink
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != "aiohttp":
+                raise
+            raise MissingExtra("client", "Client.over_http", "aiohttp") from None
 
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
@@ -201,21 +182,23 @@ class Client:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         max_line_bytes: int | None = None,
-        **options: Any,
+        era: Literal["auto", "modern", "handshake"] = "auto",
+        **options: Unpack[ClientOptions],
     ) -> Client:
         """A client of a server run as a subprocess speaking MCP on its stdin/stdout.
 
-        ``options`` are those of :meth:`over_http` (``limits``, ``timeout``, ``retry``,
-        ``era``, the handlers, ``client_info``).
+        ``env`` is added to a short list of safe variables of this process (``PATH``,
+        ``HOME``...: ``millimcp.client.stdio_process.default_environment``); ``era`` and
+        ``options`` are those of :meth:`over_http` (``limits``, ``timeout``, ``retry``, the
+        handlers, ``client_info``, ``tensors``, ``tensor_type``; tensors go as base64 over
+        stdio).
         """
-        from millimcp.client.stdio_link import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
-            StdioLink,
-        )
+        from millimcp.client.stdio_link import StdioLink
 
         extra = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
         link = StdioLink(command, list(args), env=env, cwd=cwd, **extra)
         key = "stdio:" + " ".join([command, *args]) + (f" @{cwd}" if cwd else "")
-        return cls(link, key=key, **options)
+        return cls(link, key=key, era=era, **options)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -284,7 +267,7 @@ class Client:
         Over HTTP, a tool whose ``x-mcp-header`` declarations break the spec's rules is left
         out, with a warning in the log.
         """
-        tools: list[Tool] = await self._list("tools", timeout)
+        tools: list[Tool] = await self._catalog.read("tools", self._per_call(timeout))
         return tools
 
     async def call_tool(
@@ -310,11 +293,11 @@ class Client:
         know of) makes the client read ``tools/list`` again and resend once, as the spec
         advises: the server refused the call before running it.
         """
-        core = self._core
-        info = self._tools.get(name)
+        http = self._core.http
+        info = self._catalog.tools.get(name)
         extra = None
         if info is not None:
-            if info.headers and arguments and core.http:
+            if info.headers and arguments and http:
                 extra = param_headers(info.headers, arguments)
             if idempotent is None:
                 idempotent = info.idempotent
@@ -323,59 +306,54 @@ class Client:
         codec = self._tensors
         tensor_call = None
         if codec is not None:  # tensors become cid: references or base64 (client/tensors.py)
-            arguments, tensor_call = codec.prepare(core, arguments, tensor_type)
+            arguments, tensor_call = codec.prepare(arguments, tensor_type, self._negotiation)
+        attachment = None if tensor_call is None else tensor_call.parts
         params = {"name": name, "arguments": {} if arguments is None else arguments}
-        try:
-            result = await core.call(
-                "tools/call",
-                params,
-                _CALL,
-                name=name,
-                extra_headers=extra,
-                idempotent=bool(idempotent),
-                timeout=self._per_call(timeout),
-                on_progress=on_progress,
-            )
-        except HeaderMismatch:
-            if not core.http or not arguments:
-                raise
-            self._lists.invalidate("tools")
-            await self.list_tools()
-            info = self._tools.get(name)
-            if info is None or not info.headers:
-                raise
-            result = await core.call(
-                "tools/call",
-                params,
-                _CALL,
-                name=name,
-                extra_headers=param_headers(info.headers, arguments),
-                idempotent=bool(idempotent),
-                timeout=self._per_call(timeout),
-                on_progress=on_progress,
-            )
-        finally:
-            if tensor_call is not None:
-                tensor_call.close()
+        deadline = self._per_call(timeout)
+        for resend in (False, True):
+            try:
+                result, received = await self._pipeline.call_with_attachment(
+                    "tools/call",
+                    params,
+                    _CALL,
+                    name=name,
+                    extra_headers=extra,
+                    idempotent=bool(idempotent),
+                    timeout=deadline,
+                    on_progress=on_progress,
+                    attachment=attachment,
+                )
+                break
+            except HeaderMismatch:
+                if resend or not http or not arguments:
+                    raise
+                self._lists.invalidate("tools")
+                await self.list_tools()
+                info = self._catalog.tools.get(name)
+                if info is None or not info.headers:
+                    raise
+                extra = param_headers(info.headers, arguments)
         content = narrow_blocks(result.content)
         return ToolResult(
             content,
             result.structured_content,
             bool(result.is_error),
             result.meta,
-            None if codec is None else codec.decode(content, tensor_call, tensor_type),
+            None if codec is None else codec.decode(content, tensor_call, tensor_type, received),
         )
 
     # -- resources ------------------------------------------------------------------------
 
     async def list_resources(self, *, timeout: Timeout | float | None = None) -> list[Resource]:
-        resources: list[Resource] = await self._list("resources", timeout)
+        resources: list[Resource] = await self._catalog.read("resources", self._per_call(timeout))
         return resources
 
     async def list_resource_templates(
         self, *, timeout: Timeout | float | None = None
     ) -> list[ResourceTemplate]:
-        templates: list[ResourceTemplate] = await self._list("templates", timeout)
+        templates: list[ResourceTemplate] = await self._catalog.read(
+            "templates", self._per_call(timeout)
+        )
         return templates
 
     async def read_resource(
@@ -386,7 +364,7 @@ class Client:
         A handshake-era server sends no caching hints: ``ttl_ms`` is then 0 and
         ``cache_scope`` ``"private"``.
         """
-        result = await self._core.call(
+        result = await self._pipeline.call(
             "resources/read", {"uri": uri}, _READ, name=uri, timeout=self._per_call(timeout)
         )
         return ReadResourceResult(
@@ -399,7 +377,7 @@ class Client:
     # -- prompts and completion -----------------------------------------------------------
 
     async def list_prompts(self, *, timeout: Timeout | float | None = None) -> list[Prompt]:
-        prompts: list[Prompt] = await self._list("prompts", timeout)
+        prompts: list[Prompt] = await self._catalog.read("prompts", self._per_call(timeout))
         return prompts
 
     async def get_prompt(
@@ -412,7 +390,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        result = await self._core.call(
+        result = await self._pipeline.call(
             "prompts/get", params, _PROMPT, name=name, timeout=self._per_call(timeout)
         )
         return GetPromptResult(
@@ -439,7 +417,7 @@ class Client:
         }
         if context:
             params["context"] = {"arguments": dict(context)}
-        result = await self._core.call(
+        result = await self._pipeline.call(
             "completion/complete", params, _COMPLETE, timeout=self._per_call(timeout)
         )
         assert isinstance(result, CompleteResult)
@@ -474,9 +452,6 @@ class Client:
             resources=resources,
         )
 
-    def _on_notification(self, method: str) -> None:
-        self._lists.on_notification(method)
-
     # -- helpers --------------------------------------------------------------------------
 
     def _per_call(self, timeout: Timeout | float | None) -> Timeout | None:
@@ -486,48 +461,3 @@ class Client:
         if isinstance(timeout, Timeout):
             return timeout
         return dataclasses.replace(self._timeout, total=float(timeout))
-
-    async def _list(self, kind: str, timeout: Timeout | float | None) -> list[Any]:
-        cached = self._lists.get(kind)
-        if cached is not None:
-            return cached
-        method, field = _PAGES[kind]
-        result_kind = reply_decoder(method)
-        items: list[Any] = []
-        cursor: str | None = None
-        ttl: int | None = None
-        for _ in range(_MAX_PAGES):
-            params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
-            page = await self._core.call(
-                method, params, result_kind, timeout=self._per_call(timeout)
-            )
-            items.extend(getattr(page, field))
-            ttl = page.ttl_ms if ttl is None else min(ttl, page.ttl_ms or 0)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        if kind == "tools":
-            items = self._learn_tools(items)
-        self._lists.put(kind, items, ttl if self._core.era == "modern" else None)
-        return items
-
-    def _learn_tools(self, tools: list[Tool]) -> list[Tool]:
-        """Remember each tool's timeout, idempotency and headers; drop invalid ones (HTTP)."""
-        known: dict[str, _ToolInfo] = {}
-        kept: list[Tool] = []
-        for tool in tools:
-            try:
-                headers = header_params(tool.input_schema) if self._core.http else ()
-            except InvalidHeaderDeclaration as exc:
-                log.warning("ignoring tool %r: invalid x-mcp-header: %s", tool.name, exc)
-                continue
-            timeout_ms = (tool.meta or {}).get(TIMEOUT_META_KEY)
-            timeout = None
-            if isinstance(timeout_ms, int | float) and timeout_ms > 0:
-                timeout = timeout_ms / 1000 + TOOL_TIMEOUT_GRACE_S
-            notes = tool.annotations
-            idempotent = notes is not None and bool(notes.read_only_hint or notes.idempotent_hint)
-            known[tool.name] = _ToolInfo(timeout, idempotent, headers)
-            kept.append(tool)
-        self._tools = known
-        return kept

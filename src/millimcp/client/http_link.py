@@ -25,37 +25,35 @@ server learns that the request is cancelled (both eras).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import email.utils
 import logging
 import socket
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final, Literal
 
 import aiohttp
-import msgspec
 
-from millimcp.client import tensors as tensor
-from millimcp.client.link import OnMessage, Reply
-from millimcp.codec import SseParser
-from millimcp.codec.compress import available, decompress
-from millimcp.errors import (
-    ConnectionLost,
-    FrameTooLarge,
-    NotSent,
-    ProtocolError,
-    RequestRejected,
+from millimcp.client.http_body import post_data, read_body, read_framed
+from millimcp.client.http_reply import (
+    ACCEPT,
+    ACCEPT_ATTACHMENTS,
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    decode_or_none,
+    find_response,
+    reply_of,
+    retry_after_seconds,
 )
-from millimcp.protocol import Message, decode_message
+from millimcp.client.link import Attachment, OnMessage, Reply
+from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SseParser
+from millimcp.codec.compress import available
+from millimcp.errors import ConnectionLost, FrameTooLarge, NotSent, RequestRejected
+from millimcp.protocol import Message
 from millimcp.resilience.policy import Limits, Timeout
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "retry_after_seconds"]
 
 log: Final = logging.getLogger("millimcp.client")
 
-DEFAULT_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
-"""The largest reply body or SSE event accepted (after decompression)."""
 _DNS_TTL_S: Final = 300
 _GET_RETRIES: Final = 5
 """Reconnects of the GET stream in a row that may fail before it is given up."""
@@ -66,20 +64,6 @@ _RESUME_DELAY_S: Final = 1.0
 """The wait before resuming when the server set no SSE ``retry``."""
 _DRAIN_S: Final = 1.0
 """How long the rest of a response stream may take to end before its connection is closed."""
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """``Retry-After`` as seconds: delta-seconds or an HTTP date; None if absent or invalid."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class HttpLink:
@@ -97,7 +81,7 @@ class HttpLink:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         ssl: Any = None,
         tensors: bool = False,
-        max_attachment_bytes: int = tensor.DEFAULT_MAX_ATTACHMENT_BYTES,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
     ) -> None:
         self.url = url
         self.limits = limits or Limits()
@@ -114,7 +98,7 @@ class HttpLink:
         coding = "zstd, gzip" if available("zstd") else "gzip"
         self._base_headers: dict[str, str] = {
             "Content-Type": "application/json",
-            "Accept": tensor.ACCEPT if tensors else "application/json, text/event-stream",
+            "Accept": ACCEPT_ATTACHMENTS if tensors else ACCEPT,
             "Accept-Encoding": coding,
             **(headers or {}),
         }
@@ -221,6 +205,7 @@ class HttpLink:
         *,
         headers: Mapping[str, str],
         on_message: OnMessage,
+        attachment: Attachment | None = None,
     ) -> Reply:
         session = self._session
         if session is None:
@@ -229,11 +214,9 @@ class HttpLink:
             headers = {**headers, "Mcp-Session-Id": self._session_id}
         if headers.get("Mcp-Method") == "subscriptions/listen":
             session = self._side_session()
-        data: Any = body
-        if self.tensors or len(body) > tensor.LARGE_BODY:
-            data, media_type = tensor.outgoing(body, headers.get("Mcp-Method"))
-            if media_type is not None:
-                headers = {**headers, "Content-Type": media_type}
+        data, media_type = post_data(body, attachment)
+        if media_type is not None:
+            headers = {**headers, "Content-Type": media_type}
         try:
             response = await session.post(self.url, data=data, headers=headers)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
@@ -251,12 +234,13 @@ class HttpLink:
             if content_type.startswith("text/event-stream"):
                 version = headers.get("MCP-Protocol-Version")
                 return await self._read_stream(response, request_id, on_message, version)
-            if self.tensors and content_type.startswith(tensor.ATTACHMENT_MEDIA_TYPE):
-                data = await tensor.read_framed(
+            if self.tensors and content_type.startswith(ATTACHMENT_MEDIA_TYPE):
+                message, received = await read_framed(
                     response, self.max_message_bytes, self.max_attachment_bytes
                 )
-            else:
-                data = await self._read_body(response)
+                reply = reply_of(response.status, message, None, "")
+                return reply._replace(attachment=received)
+            data = await read_body(response, self.max_message_bytes)
         except asyncio.CancelledError:
             response.close()  # the server sees the disconnect: the request is cancelled
             raise
@@ -266,7 +250,10 @@ class HttpLink:
         except BaseException:
             response.close()
             raise
-        return self._reply(response, data)
+        status = response.status
+        if status < 300:
+            return reply_of(status, data, None, "")
+        return reply_of(status, data, response.headers.get("Retry-After"), response.reason or "")
 
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
         if self._session is None:
@@ -316,7 +303,7 @@ class HttpLink:
                     parser = SseParser(self.max_message_bytes)
                     async for chunk in response.content.iter_any():
                         for data in parser.feed(chunk):
-                            message = _decode_or_none(data)
+                            message = decode_or_none(data)
                             if message is not None:
                                 yield message
                         last_id = parser.last_id or last_id
@@ -333,43 +320,6 @@ class HttpLink:
 
     # -- reading replies ----------------------------------------------------------------
 
-    async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
-        limit = self.max_message_bytes
-        length = response.content_length
-        if length is not None and length > limit:
-            raise FrameTooLarge(limit)
-        if length is not None:
-            data = await response.read()
-        else:
-            chunks = []
-            size = 0
-            async for chunk in response.content.iter_any():
-                size += len(chunk)
-                if size > limit:
-                    raise FrameTooLarge(limit)
-                chunks.append(chunk)
-            data = b"".join(chunks)
-        coding = response.headers.get("Content-Encoding")
-        if coding is not None:
-            data = decompress(data, coding, limit)
-        return data
-
-    def _reply(self, response: aiohttp.ClientResponse, data: bytes) -> Reply:
-        status = response.status
-        if status < 300:
-            if not data:
-                raise RequestRejected(status, "the server answered a request with no response")
-            return Reply(decode_message(data), status)
-        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-        message: Message | None = None
-        if data[:1] == b"{":
-            with contextlib.suppress(ProtocolError):
-                message = decode_message(data)
-        if message is None or not message.error:
-            text = data[:500].decode("utf-8", "replace") or response.reason or ""
-            raise RequestRejected(status, f"HTTP {status}: {text}", retry_after_s=retry_after)
-        return Reply(message, status, retry_after)
-
     async def _read_stream(
         self,
         response: aiohttp.ClientResponse,
@@ -378,30 +328,11 @@ class HttpLink:
         version: str | None,
     ) -> Reply:
         parser = SseParser(self.max_message_bytes)
-        message = await self._find_response(response, parser, request_id, on_message)
+        message = await find_response(response.content.iter_any(), parser, request_id, on_message)
         if message is not None:
             self._drain(response)
             return Reply(message, response.status)
         return await self._resume(parser, request_id, on_message, version)
-
-    async def _find_response(
-        self,
-        response: aiohttp.ClientResponse,
-        parser: SseParser,
-        request_id: int | str,
-        on_message: OnMessage,
-    ) -> Message | None:
-        """Read a stream up to the response to ``request_id``; None if it ends first."""
-        async for chunk in response.content.iter_any():
-            for data in parser.feed(chunk):
-                message = _decode_or_none(data)
-                if message is None:
-                    continue
-                if message.method is not msgspec.UNSET:
-                    await on_message(message)
-                elif message.id == request_id or message.id is msgspec.UNSET:
-                    return message
-        return None
 
     async def _resume(
         self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
@@ -430,7 +361,9 @@ class HttpLink:
                     ).startswith("text/event-stream"):
                         log.debug("resuming the stream refused: HTTP %d", response.status)
                         break
-                    message = await self._find_response(response, parser, request_id, on_message)
+                    message = await find_response(
+                        response.content.iter_any(), parser, request_id, on_message
+                    )
                     if message is not None:
                         return Reply(message, response.status)
             except aiohttp.ClientError as exc:
@@ -480,11 +413,3 @@ class HttpLink:
         family, type_, proto, _, _ = addr_info
         self.connections_opened += 1
         return socket.socket(family=family, type=type_, proto=proto)
-
-
-def _decode_or_none(data: bytes) -> Message | None:
-    try:
-        return decode_message(data)
-    except ProtocolError as exc:
-        log.warning("ignoring a malformed message from the server: %s", exc)
-        return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 
@@ -21,6 +22,10 @@ def core_url() -> Iterator[str]:
     stop_server(process)
 
 
+Era = Literal["modern", "handshake"]
+
+
 @pytest.fixture(params=["modern", "handshake"])
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def era(request: pytest.FixtureRequest) -> Era:
+    chosen: Era = request.param
+    return chosen

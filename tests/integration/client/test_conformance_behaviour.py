@@ -66,6 +66,7 @@ class Scripted:
             return web.json_response(payload, status=400)
         if "id" not in body:
             return web.Response(status=202)
+        result: dict[str, Any]
         if method == "initialize":
             result = {
                 "protocolVersion": "2025-11-25",

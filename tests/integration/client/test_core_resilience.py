@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ import pytest
 from millimcp import Client, Limits, Retry, Timeout
 from millimcp.errors import CallTimeout, ConnectionLost, NotSent, QueueFull
 from tests.conftest import free_port, start_server, stop_server
+from tests.integration.client.conftest import Era
 
 SERVER = "tests.servers.client_core_server:server"
 
@@ -27,10 +29,10 @@ async def _cancelled_on_server(client: Client, tag: str) -> bool:
 
 
 async def test_deadline_raises_call_timeout_and_cancels_on_the_server(
-    core_url: str, era: str
+    core_url: str, era: Era
 ) -> None:
     tag = f"deadline-{era}"
-    async with Client.over_http(core_url, era=era) as client:  # type: ignore[arg-type]
+    async with Client.over_http(core_url, era=era) as client:
         started = time.monotonic()
         with pytest.raises(CallTimeout):
             await client.call_tool("slow", {"seconds": 30, "tag": tag}, timeout=0.3)
@@ -104,7 +106,7 @@ async def test_queued_calls_wait_their_turn(core_url: str) -> None:
 
 
 @pytest.fixture
-def doomed_url() -> Iterator[tuple[str, object]]:
+def doomed_url() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A server of our own, to kill in the middle of a call."""
     port = free_port()
     process = start_server(["-m", "millimcp", "serve", SERVER, "--port", str(port)], port)
@@ -113,7 +115,7 @@ def doomed_url() -> Iterator[tuple[str, object]]:
 
 
 async def test_a_call_that_may_have_run_is_not_retried_unless_idempotent(
-    doomed_url: tuple[str, object],
+    doomed_url: tuple[str, subprocess.Popen[bytes]],
 ) -> None:
     url, process = doomed_url
     retry = Retry(attempts=2, base_s=0.01)
@@ -124,7 +126,7 @@ async def test_a_call_that_may_have_run_is_not_retried_unless_idempotent(
             client.call_tool("slow", {"seconds": 30, "tag": "k2"}, idempotent=True)
         )
         await asyncio.sleep(0.5)
-        process.kill()  # type: ignore[attr-defined]
+        process.kill()
         with pytest.raises(ConnectionLost):
             await call  # slow is not annotated idempotent: never sent twice
         with pytest.raises(NotSent):

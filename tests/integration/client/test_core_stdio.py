@@ -7,7 +7,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -16,6 +16,7 @@ from millimcp.client.era import remembered
 from millimcp.errors import CallTimeout
 from millimcp.protocol.types import ElicitParams
 from tests.conftest import ROOT
+from tests.integration.client.conftest import Era
 
 MILLIMCP = ["-m", "millimcp", "serve", "tests.servers.client_core_server:server", "--stdio"]
 OFFICIAL = ["tests/servers/official_client_peer.py"]
@@ -29,7 +30,7 @@ async def _elicit(params: ElicitParams) -> dict[str, Any]:
     return {"action": "accept", "content": {"name": "Ada"}}
 
 
-async def test_millimcp_over_stdio(era: str) -> None:
+async def test_millimcp_over_stdio(era: Era) -> None:
     progress: list[float] = []
     tag = f"stdio-{era}"
     async with Client.over_stdio(
@@ -63,13 +64,13 @@ async def test_millimcp_over_stdio(era: str) -> None:
 
 @pytest.mark.interop
 @pytest.mark.parametrize("era", ["auto", "handshake"])
-async def test_the_official_server_over_stdio(era: str) -> None:
+async def test_the_official_server_over_stdio(era: Literal["auto", "handshake"]) -> None:
     async with Client.over_stdio(
         sys.executable,
         OFFICIAL,
         env=_env(),
         cwd=str(ROOT),
-        era=era,  # type: ignore[arg-type]
+        era=era,
         elicitation=_elicit,
     ) as client:
         assert client.era == ("modern" if era == "auto" else "handshake")

@@ -28,6 +28,7 @@ from millimcp.errors import (
     InvalidParams,
     QueueFull,
 )
+from millimcp.protocol.types import TextContent
 from tests.conftest import free_port, start_server, stop_server
 
 SERVER = "tests/integration/client/faults_server.py"
@@ -157,7 +158,9 @@ async def test_killed_mid_call_an_idempotent_call_succeeds_after_the_restart(
         await asyncio.to_thread(own.start)  # the client retries meanwhile
         result = await call  # within the call's 30 s deadline
         assert not result.is_error
-        assert result.content[0].text == "stored k"  # type: ignore[union-attr]
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert block.text == "stored k"
         starts = own.events("put_once_then_ok", "started")
         assert len(starts) == 2
         assert own.process is not None

@@ -13,6 +13,7 @@ from millimcp.client.http_link import retry_after_seconds
 from millimcp.codec import SseParser
 from millimcp.errors import FrameTooLarge, NotSent, RequestRejected
 from tests.conftest import free_port
+from tests.integration.client.conftest import Era
 from tests.integration.interop.peers import tapped_requests, tcp_tap
 
 
@@ -149,8 +150,8 @@ async def test_extra_headers_are_sent(core_url: str) -> None:
     assert json.loads(b"{}") == {}
 
 
-async def test_streamed_replies_give_their_connection_back(core_url: str, era: str) -> None:
-    async with Client.over_http(core_url, era=era) as client:  # type: ignore[arg-type]
+async def test_streamed_replies_give_their_connection_back(core_url: str, era: Era) -> None:
+    async with Client.over_http(core_url, era=era) as client:
         for _ in range(5):
             result = await client.call_tool("progress", {"steps": 2}, on_progress=print)
             assert result.text == "2 steps"

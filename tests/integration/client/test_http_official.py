@@ -6,7 +6,7 @@ SDK's ``MCPServer`` has no MRTR for ``ctx.elicit`` in the modern era: it refuses
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -41,9 +41,11 @@ async def _elicit(params: ElicitParams) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("era", ["auto", "handshake"])
-async def test_the_official_server_in_both_eras(official_url: str, era: str) -> None:
+async def test_the_official_server_in_both_eras(
+    official_url: str, era: Literal["auto", "handshake"]
+) -> None:
     progress: list[float] = []
-    async with Client.over_http(official_url, era=era, elicitation=_elicit) as client:  # type: ignore[arg-type]
+    async with Client.over_http(official_url, era=era, elicitation=_elicit) as client:
         assert client.era == ("modern" if era == "auto" else "handshake")
         assert client.server_info is not None
         assert client.server_info.name == "official-peer"

@@ -7,23 +7,25 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from millimcp import Client
+from millimcp.client.stdio_link import StdioLink
 from millimcp.errors import CallTimeout, ConnectionLost, NotSent
 
 ROOT = Path(__file__).resolve().parents[3]
 CANCEL_SERVER = str(Path(__file__).resolve().with_name("cancel_server.py"))
 
 
-def open_client(era: str) -> Client:
+def open_client(era: Literal["auto", "modern", "handshake"]) -> Client:
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return Client.over_stdio(
         sys.executable,
         [CANCEL_SERVER],
         env=env,
-        era=era,  # type: ignore[arg-type]
+        era=era,
         timeout=30.0,
     )
 
@@ -42,7 +44,9 @@ async def wait_for(path: Path) -> str:
 
 
 @pytest.mark.parametrize("era", ["auto", "handshake"])
-async def test_a_deadline_cancels_the_tool_on_the_server(era: str, tmp_path: Path) -> None:
+async def test_a_deadline_cancels_the_tool_on_the_server(
+    era: Literal["auto", "handshake"], tmp_path: Path
+) -> None:
     marker = tmp_path / "marker"
     async with open_client(era) as client:
         assert client.era == ("modern" if era == "auto" else "handshake")
@@ -54,13 +58,18 @@ async def test_a_deadline_cancels_the_tool_on_the_server(era: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("era", ["auto", "handshake"])
-async def test_a_server_that_dies_mid_call_fails_it_once(era: str, tmp_path: Path) -> None:
+async def test_a_server_that_dies_mid_call_fails_it_once(
+    era: Literal["auto", "handshake"], tmp_path: Path
+) -> None:
     async with open_client(era) as client:
         call = asyncio.ensure_future(
             client.call_tool("wait_for_cancel", {"marker": str(tmp_path / "never")})
         )
         await client.list_tools()  # the server has read the call by now: lines are in order
-        pid = client._core.link.pid  # type: ignore[attr-defined]
+        link = client._core.link
+        assert isinstance(link, StdioLink)
+        pid = link.pid
+        assert pid is not None
         os.kill(pid, 9)
         with pytest.raises(ConnectionLost):
             await call

@@ -14,7 +14,9 @@ import msgspec
 import pytest
 
 from millimcp.client.link import Reply
-from millimcp.client.stdio_link import StdioLink, default_environment, salvage_id
+from millimcp.client.stdio_lines import salvage_id
+from millimcp.client.stdio_link import StdioLink
+from millimcp.client.stdio_process import default_environment
 from millimcp.errors import ConnectionLost, FrameTooLarge, NotSent
 from millimcp.protocol import Message
 

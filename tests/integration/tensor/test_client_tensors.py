@@ -32,6 +32,7 @@ from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION, MEDIA_TYPE, pack
 from millimcp.tensor.extension import capability
 from millimcp.tensor.wire import read_header
 from tests.conftest import ROOT, free_port, start_server, stop_server
+from tests.integration.interop.peers import tapped_requests, tcp_tap
 
 BIG = 64 << 20
 STDIO_TIMEOUT = Timeout(total=60.0, connect=30.0)
@@ -106,15 +107,32 @@ async def test_every_dtype_and_shape_round_trips(tensor_url: str, raw: bool) -> 
 
 
 async def test_the_handshake_era_replies_raw(tensor_url: str) -> None:
-    """A handshake-era session that declared the extension in ``initialize`` gets raw tensor
-    replies, as a modern request does (the handshake context carries the attachments)."""
-    async with Client.over_http(tensor_url, era="handshake") as client:
-        assert client.era == "handshake"
-        x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
-        result = await client.call_tool("add", {"a": x, "b": x})
-        assert is_raw(result)
-        assert result.tensors is not None
-        assert torch.equal(result.tensors["result"], x * 2)
+    """A handshake-era session that declared the extension in ``initialize`` is raw both
+    ways, as a modern request is: its tensor arguments go framed (``cid:`` references into
+    the request's attachment) and the tensor reply comes framed."""
+    x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    with tcp_tap(tensor_url) as tap:
+        async with Client.over_http(tap.url(), era="handshake") as client:
+            assert client.era == "handshake"
+            assert EXTENSION in (client.server_capabilities.extensions or {})
+            result = await client.call_tool("add", {"a": x, "b": x})
+            assert is_raw(result)
+            assert result.tensors is not None
+            assert torch.equal(result.tensors["result"], x * 2)
+    framed_posts = [
+        r
+        for r in tapped_requests(tap)
+        if r.verb == "POST" and r.headers.get("content-type") == ATTACHMENT_MEDIA_TYPE
+    ]
+    assert len(framed_posts) == 1
+    (call,) = framed_posts
+    assert "mcp-session-id" in call.headers  # within the handshake-era session
+    text, attachment = split(bytearray(call.body), 1 << 20)
+    message = json.loads(text)
+    assert message["method"] == "tools/call"
+    assert message["params"]["arguments"] == {"a": {"uri": "cid:a"}, "b": {"uri": "cid:b"}}
+    _, entries, _, _ = read_header(attachment)
+    assert sorted(e.name for e in entries) == ["a", "b"]
 
 
 async def test_dicts_several_results_and_plain_values(tensor_url: str) -> None:

@@ -9,7 +9,10 @@ and the session's GET stream, which carries every list change; closing sends
 
 Either way a :class:`Subscription` is an async iterator of
 :class:`~millimcp.client.results.Notification`; ``async with`` waits until it is live (so a
-change made inside the block is not missed) and closes it at the end.
+change made inside the block is not missed) and closes it at the end. It reaches the client
+only through the narrow :class:`SubscriptionHost` interface: requests go through the client's
+call pipeline (gate, deadline, retries), notifications come to it as a
+:class:`~millimcp.client.inbound.NotificationSink`.
 """
 
 from __future__ import annotations
@@ -17,21 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
-from millimcp.client.core import EMPTY
+from millimcp.client.inbound import NotificationSink
 from millimcp.client.results import Notification
 from millimcp.errors import ClientError
-from millimcp.protocol import Message, encode_request
+from millimcp.protocol import Message
+from millimcp.protocol.eras import Era
 
-if TYPE_CHECKING:
-    from millimcp.client.core import Core
-
-__all__ = ["Subscription"]
+__all__ = ["Subscription", "SubscriptionHost"]
 
 log: Final = logging.getLogger("millimcp.client")
 
@@ -45,19 +46,44 @@ _FLAGS: Final = {
 }
 
 
+class SubscriptionHost(Protocol):
+    """What a subscription needs of the client."""
+
+    @property
+    def era(self) -> Era | None:
+        """The era in use (the subscription mechanism differs)."""
+        ...
+
+    @property
+    def sinks(self) -> set[NotificationSink]:
+        """Where notifications that belong to no open stream go; a subscription is in it
+        while it is live, and the client closes every one in it when it closes."""
+        ...
+
+    def stream(self, method: str, params: dict[str, Any]) -> AsyncGenerator[Message, None]:
+        """A request through the call pipeline; the messages the server sends for it, until
+        its response (see :meth:`millimcp.client.pipeline.Pipeline.stream`)."""
+        ...
+
+    async def open_unsolicited(self) -> None:
+        """Make sure what the server starts outside requests is read (handshake era over
+        HTTP: the session's GET stream is up, or refused, within the connect timeout)."""
+        ...
+
+
 class Subscription:
     """One subscription; iterate it for notifications, close it when done."""
 
     def __init__(
         self,
-        core: Core,
+        host: SubscriptionHost,
         *,
         tools_list_changed: bool = False,
         prompts_list_changed: bool = False,
         resources_list_changed: bool = False,
         resources: Sequence[str] = (),
     ) -> None:
-        self._core = core
+        self._host = host
         self._filter: dict[str, Any] = {}
         for flag, wanted in (
             ("toolsListChanged", tools_list_changed),
@@ -70,10 +96,10 @@ class Subscription:
         if self.resources:
             self._filter["resourceSubscriptions"] = list(self.resources)
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._request_id: int | None = None
+        self._messages: AsyncGenerator[Message, None] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._acknowledged = asyncio.Event()
         self._error: BaseException | None = None
+        self._subscribed: tuple[str, ...] = ()
         self._started = False
         self._closed = False
 
@@ -111,47 +137,53 @@ class Subscription:
         return note
 
     async def start(self) -> None:
-        """Open the subscription and wait until the server has it (at most the client's
-        connect timeout for the handshake era's GET stream)."""
+        """Open the subscription and wait until the server has it: acknowledged (modern,
+        within the client's timeout), or subscribed with the GET stream up (handshake, the
+        stream waited for at most the client's connect timeout)."""
         if self._started:
             return
         self._started = True
-        core = self._core
-        core.subscriptions.add(self)
-        if core.era == "modern":
-            await self._listen()
-        else:
-            await self._subscribe_legacy()
+        host = self._host
+        host.sinks.add(self)
+        try:
+            if host.era == "modern":
+                await self._listen()
+            else:
+                await self._subscribe_handshake()
+        except BaseException:
+            await self.aclose()
+            raise
 
     async def aclose(self) -> None:
         """End the subscription (idempotent)."""
         if self._closed:
             return
         self._closed = True
-        core = self._core
-        core.subscriptions.discard(self)
+        self._host.sinks.discard(self)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-        elif self._started and self.resources and core.era == "handshake":
-            for uri in self.resources:
-                with contextlib.suppress(Exception):
-                    await core.call("resources/unsubscribe", {"uri": uri}, EMPTY)
+        messages, self._messages = self._messages, None
+        if messages is not None:
+            with contextlib.suppress(Exception):
+                await messages.aclose()
+        for uri in self._subscribed:
+            with contextlib.suppress(Exception):
+                await _request(self._host, "resources/unsubscribe", {"uri": uri})
         self._queue.put_nowait(_END)
 
-    # -- what the core hands over ---------------------------------------------------------
+    # -- what the client hands over -------------------------------------------------------
 
     def offer(self, method: str, params: Any, subscription_id: Any) -> None:
-        """A notification the server started: keep it if this subscription asked for it."""
+        """A notification that belongs to no open stream: keep it if this subscription
+        asked for it (one naming a subscription is another's, whose stream has ended)."""
+        if subscription_id is None:
+            self._keep(method, params)
+
+    def _keep(self, method: str, params: Any) -> None:
         if self._closed:
-            return
-        mine = self._request_id
-        if subscription_id is not None and mine is not None and subscription_id != mine:
-            return  # another listen stream's
-        if method == _ACKNOWLEDGED:
-            self._acknowledged.set()
             return
         flag = _FLAGS.get(method)
         if flag is not None:
@@ -171,36 +203,20 @@ class Subscription:
     # -- modern: subscriptions/listen -----------------------------------------------------
 
     async def _listen(self) -> None:
-        core = self._core
-        self._request_id = request_id = core.next_id()
-        params = {"notifications": self._filter, "_meta": core.meta_for_call(None)}
-        body = encode_request(request_id, "subscriptions/listen", params)
-        headers = core.headers_for("subscriptions/listen", None)
-        self._task = asyncio.get_running_loop().create_task(
-            self._run_listen(request_id, body, headers)
-        )
-        waiter = asyncio.ensure_future(self._acknowledged.wait())
+        messages = self._host.stream("subscriptions/listen", {"notifications": self._filter})
+        self._messages = messages
         try:
-            done, _ = await asyncio.wait(
-                (waiter, self._task),
-                timeout=core.timeout.total,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            waiter.cancel()
-        if waiter not in done:
-            error = self._error or ClientError("the server did not acknowledge the subscription")
-            await self.aclose()
-            raise error
+            first = await anext(messages)
+        except StopAsyncIteration:
+            raise ClientError("the server ended the subscription before acknowledging it") from None
+        if first.method != _ACKNOWLEDGED:
+            self._take(first)
+        self._task = asyncio.get_running_loop().create_task(self._read(messages))
 
-    async def _run_listen(self, request_id: int, body: bytes, headers: Any) -> None:
-        core = self._core
+    async def _read(self, messages: AsyncGenerator[Message, None]) -> None:
         try:
-            reply = await core.link.request(
-                request_id, body, headers=headers, on_message=self._on_message
-            )
-            if reply.message.error:
-                self._error = core.error_of(reply)
+            async for message in messages:
+                self._take(message)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -208,23 +224,28 @@ class Subscription:
         finally:
             self._queue.put_nowait(_END)
 
-    async def _on_message(self, message: Message) -> None:
-        if message.id is not msgspec.UNSET:
-            await self._core.on_message(message)  # a request: not expected, answered anyway
-            return
+    def _take(self, message: Message) -> None:
+        """A message on the listen stream."""
         method = message.method
-        assert isinstance(method, str)
-        self._core.notify(method, message.params)
+        if not isinstance(method, str) or method == _ACKNOWLEDGED:
+            return
+        try:
+            params = msgspec.json.decode(message.params) if message.params else None
+        except msgspec.DecodeError:
+            params = None
+        self._keep(method, params)
 
-    # -- handshake: resources/subscribe and the GET stream ------------------------------------
+    # -- handshake: resources/subscribe and the GET stream ---------------------------------
 
-    async def _subscribe_legacy(self) -> None:
-        core = self._core
+    async def _subscribe_handshake(self) -> None:
+        host = self._host
         for uri in self.resources:
-            await core.call("resources/subscribe", {"uri": uri}, EMPTY)
-        core.start_pump()
-        ready = getattr(core.link, "stream_ready", None)
-        if ready is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(core.timeout.connect or 5.0):
-                    await ready.wait()
+            await _request(host, "resources/subscribe", {"uri": uri})
+            self._subscribed += (uri,)
+        await host.open_unsolicited()
+
+
+async def _request(host: SubscriptionHost, method: str, params: dict[str, Any]) -> None:
+    """A request whose result says nothing more than "done": its stream, read to the end."""
+    async for _ in host.stream(method, params):
+        pass

@@ -1,0 +1,141 @@
+"""What every request carries for the era in use: its ``_meta`` block and its MCP headers.
+
+The constant part of a request's ``_meta`` (modern era: version, capabilities, identity) is
+encoded once per era (:attr:`Envelope.head`); per request only the ``traceparent`` (and a
+``progressToken`` when one was asked for) is spliced in, by the call pipeline. The MCP
+headers of each (method, name) are computed once and kept. Switching era or version
+(:meth:`Envelope.use_modern`, :meth:`Envelope.use_handshake`) drops both and bumps
+:attr:`Envelope.generation`, which lets a call that failed under an older era tell whether
+someone renegotiated since.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, Final
+
+from millimcp.codec import encode
+from millimcp.protocol import encode_header_value
+from millimcp.protocol.eras import Era
+from millimcp.protocol.types import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+)
+
+__all__ = ["Envelope", "traceparent"]
+
+_NO_HEADERS: Final[Mapping[str, str]] = {}
+_MAX_HEADER_SETS: Final = 4096
+TRACE_TAIL: Final = b'"}'
+"""What closes a ``_meta`` after its ``traceparent`` value."""
+_HANDSHAKE_HEAD: Final = b'{"traceparent":"'
+
+_otel_trace: Any = None
+
+
+def traceparent() -> str:
+    """A W3C ``traceparent``: the current OpenTelemetry span's when one is active, else a
+    fresh random trace (flags ``00``: nothing was recorded on this side)."""
+    trace = _otel_trace
+    if trace:
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            return (
+                f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+            )
+    return f"00-{random.getrandbits(128) or 1:032x}-{random.getrandbits(64) or 1:016x}-00"
+
+
+def load_otel() -> None:
+    """Find the OpenTelemetry API once (absent: fresh random traces)."""
+    global _otel_trace
+    if _otel_trace is None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _otel_trace = False
+        else:
+            _otel_trace = trace
+
+
+class Envelope:
+    """The era-dependent parts of one client's requests.
+
+    ``capabilities`` and ``client_info`` are the builtins of the client's own declaration
+    (sent in every modern ``_meta`` and in ``initialize``); ``http`` says whether requests
+    carry MCP headers at all.
+    """
+
+    __slots__ = (
+        "_headers",
+        "capabilities",
+        "client_info",
+        "era",
+        "generation",
+        "head",
+        "http",
+        "version",
+    )
+
+    def __init__(self, *, http: bool, capabilities: Any, client_info: Any) -> None:
+        self.http = http
+        self.capabilities = capabilities
+        self.client_info = client_info
+        self.era: Era | None = None
+        self.version: str | None = None
+        self.generation = 0
+        """Bumped by every switch of era or version."""
+        self.head = _HANDSHAKE_HEAD
+        """This era's ``_meta`` up to the ``traceparent`` value: a request's ``_meta`` is
+        ``head + traceparent + TRACE_TAIL``, or with ``","progressToken":N}`` as its tail."""
+        self._headers: dict[tuple[str, str | None], Mapping[str, str]] = {}
+        load_otel()
+
+    def __repr__(self) -> str:
+        return f"<Envelope era={self.era} version={self.version} generation={self.generation}>"
+
+    def use_modern(self, version: str) -> None:
+        """Send the modern era's ``_meta`` and headers, at ``version``, from now on."""
+        self.era = "modern"
+        self.version = version
+        meta = {
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: self.capabilities,
+            META_CLIENT_INFO: self.client_info,
+        }
+        self.head = encode(meta)[:-1] + b',"traceparent":"'
+        self._switched()
+
+    def use_handshake(self, version: str | None) -> None:
+        """Send the handshake era's requests (``version`` None until ``initialize`` chose)."""
+        self.era = "handshake"
+        self.version = version
+        self.head = _HANDSHAKE_HEAD
+        self._switched()
+
+    def headers_for(self, method: str, name: str | None) -> Mapping[str, str]:
+        """The MCP headers of a request (cached per method and name; none over stdio)."""
+        if not self.http:
+            return _NO_HEADERS
+        key = (method, name)
+        headers = self._headers.get(key)
+        if headers is None:
+            version = self.version
+            if self.era == "modern" and version is not None:
+                headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+                if name is not None:
+                    headers["Mcp-Name"] = encode_header_value(name)
+            elif version is not None:
+                headers = {"MCP-Protocol-Version": version}
+            else:
+                headers = _NO_HEADERS
+            if len(self._headers) >= _MAX_HEADER_SETS:
+                self._headers.clear()
+            self._headers[key] = headers
+        return headers
+
+    def _switched(self) -> None:
+        self._headers.clear()
+        self.generation += 1
