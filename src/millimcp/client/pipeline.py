@@ -43,6 +43,7 @@ from millimcp.client.results import ClientStats
 from millimcp.errors import (
     CallTimeout,
     ClientError,
+    MethodNotFound,
     Overloaded,
     ProtocolError,
     RequestRejected,
@@ -288,7 +289,9 @@ class Pipeline:
         request should be sent once more."""
         envelope = self.envelope
         lost_session = envelope.era == "handshake" and (
-            isinstance(error, SessionNotFound) or (envelope.http and status_of(error) == 404)
+            isinstance(error, SessionNotFound)
+            # a 404 is a lost session unless it says what else it is: a method not found
+            or (envelope.http and status_of(error) == 404 and not isinstance(error, MethodNotFound))
         )
         if lost_session:
             async with self._lock:
