@@ -15,12 +15,9 @@ from millimcp import Client
 from millimcp.client import Notification, Subscription
 from millimcp.client.era import remembered
 from millimcp.protocol.types import (
-    BlobResourceContents,
-    CompletionRef,
     ElicitParams,
-    TextContent,
-    TextResourceContents,
 )
+from tests.unit.client.test_calls import every_method
 
 Era = Literal["modern", "handshake"]
 
@@ -38,40 +35,7 @@ async def test_auto_detects_the_modern_era_and_remembers_it(core_url: str) -> No
 
 async def test_every_method_in_both_eras(core_url: str, era: Era) -> None:
     async with Client.over_http(core_url, era=era) as client:
-        names = {tool.name for tool in await client.list_tools()}
-        assert {"echo", "bump", "regional", "ask_name"} <= names
-
-        result = await client.call_tool("echo", {"text": "héllo"})
-        assert result.content == [TextContent(text="héllo")]
-        assert result.text == "héllo"
-        assert result.is_error is False
-
-        failed = await client.call_tool("echo", {})
-        assert failed.is_error is True  # a tool error is a result, not an exception
-
-        resources = await client.list_resources()
-        assert {r.uri for r in resources} == {"test://static-text", "test://blob"}
-        templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates] == ["orders://{order_id}"]
-        text = await client.read_resource("test://static-text")
-        assert text.contents == [
-            TextResourceContents(
-                uri="test://static-text", text="static text", mime_type="text/plain"
-            )
-        ]
-        blob = await client.read_resource("test://blob")
-        assert isinstance(blob.contents[0], BlobResourceContents)
-        assert blob.contents[0].blob == "AAEC"
-
-        prompts = await client.list_prompts()
-        assert [p.name for p in prompts] == ["summarize"]
-        prompt = await client.get_prompt("summarize", {"topic": "eras"})
-        assert prompt.messages[0].content == TextContent(text="Summarize eras in a short way.")
-
-        completion = await client.complete(
-            CompletionRef(type="ref/prompt", name="summarize"), ("style", "l")
-        )
-        assert completion.values == ["long", "limerick"]
+        await every_method(client)
 
 
 async def test_server_to_client_elicitation_handshake(core_url: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from millimcp import Context, Server
+from millimcp import Client, Context, Server
 from millimcp.client.pipeline import MAX_ROUNDS
 from millimcp.errors import ClientError, InvalidParams, MethodNotFound, MissingClientCapability
 from millimcp.protocol.methods import reply_decoder
@@ -33,43 +33,47 @@ _PING: Any = reply_decoder("ping")
 
 async def test_every_method_in_both_eras(core_server: Server, era: Era) -> None:
     async with connect(core_server, era=era) as client:
-        names = {tool.name for tool in await client.list_tools()}
-        assert {"echo", "bump", "regional", "ask_name"} <= names
+        await every_method(client)
 
-        result = await client.call_tool("echo", {"text": "héllo"})
-        assert result.content == [TextContent(text="héllo")]
-        assert result.text == "héllo"
-        assert result.is_error is False
 
-        failed = await client.call_tool("echo", {})
-        assert failed.is_error is True  # a tool error is a result, not an exception
+async def every_method(client: Client) -> None:
+    """Every method of the client against tests/servers/client_core_server.py (shared with
+    the test of the same over a socket, tests/integration/client)."""
+    names = {tool.name for tool in await client.list_tools()}
+    assert {"echo", "bump", "regional", "ask_name"} <= names
 
-        resources = await client.list_resources()
-        assert {r.uri for r in resources} == {"test://static-text", "test://blob"}
-        templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates] == ["orders://{order_id}"]
-        text = await client.read_resource("test://static-text")
-        assert text.contents == [
-            TextResourceContents(
-                uri="test://static-text", text="static text", mime_type="text/plain"
-            )
-        ]
-        blob = await client.read_resource("test://blob")
-        assert isinstance(blob.contents[0], BlobResourceContents)
-        assert blob.contents[0].blob == "AAEC"
-        order = await client.read_resource("orders://7")
-        assert isinstance(order.contents[0], TextResourceContents)
-        assert '"order_id":"7"' in order.contents[0].text.replace(" ", "")
+    result = await client.call_tool("echo", {"text": "héllo"})
+    assert result.content == [TextContent(text="héllo")]
+    assert result.text == "héllo"
+    assert result.is_error is False
 
-        prompts = await client.list_prompts()
-        assert [p.name for p in prompts] == ["summarize"]
-        prompt = await client.get_prompt("summarize", {"topic": "eras"})
-        assert prompt.messages[0].content == TextContent(text="Summarize eras in a short way.")
+    failed = await client.call_tool("echo", {})
+    assert failed.is_error is True  # a tool error is a result, not an exception
 
-        completion = await client.complete(
-            CompletionRef(type="ref/prompt", name="summarize"), ("style", "l")
-        )
-        assert completion.values == ["long", "limerick"]
+    resources = await client.list_resources()
+    assert {r.uri for r in resources} == {"test://static-text", "test://blob"}
+    templates = await client.list_resource_templates()
+    assert [t.uri_template for t in templates] == ["orders://{order_id}"]
+    text = await client.read_resource("test://static-text")
+    assert text.contents == [
+        TextResourceContents(uri="test://static-text", text="static text", mime_type="text/plain")
+    ]
+    blob = await client.read_resource("test://blob")
+    assert isinstance(blob.contents[0], BlobResourceContents)
+    assert blob.contents[0].blob == "AAEC"
+    order = await client.read_resource("orders://7")
+    assert isinstance(order.contents[0], TextResourceContents)
+    assert '"order_id":"7"' in order.contents[0].text.replace(" ", "")
+
+    prompts = await client.list_prompts()
+    assert [p.name for p in prompts] == ["summarize"]
+    prompt = await client.get_prompt("summarize", {"topic": "eras"})
+    assert prompt.messages[0].content == TextContent(text="Summarize eras in a short way.")
+
+    completion = await client.complete(
+        CompletionRef(type="ref/prompt", name="summarize"), ("style", "l")
+    )
+    assert completion.values == ["long", "limerick"]
 
 
 async def test_errors_come_with_their_codes(core_server: Server, era: Era) -> None:
