@@ -75,7 +75,7 @@ typecheck: setup
 check: test
 
 conformance: setup tools
-	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/conformance
+	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/integration/conformance
 
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
