@@ -81,6 +81,30 @@ class HttpConfig:
     max_attachment_bytes: int = 64 * 1024 * 1024
     """Size limit of a body with a binary attachment (``dev.millimcp/tensor``); its JSON part
     is still held to ``max_body_bytes``."""
+    # Limits against slow and hostile clients, and shutdown. Every HTTP front (the ASGI app
+    # under uvicorn/granian where the server lets it, the native front always) honours them.
+    header_timeout_s: float = 10.0
+    """Seconds to receive a request's line and headers once its first byte arrived."""
+    body_timeout_s: float = 30.0
+    """Seconds to receive a whole request body, unless it keeps ``body_min_rate`` or better."""
+    body_min_rate: int = 64 * 1024
+    """Bytes per second a body must keep after its first second (slower: 408 and close)."""
+    keepalive_timeout_s: float = 60.0
+    """Seconds an idle kept-alive connection stays open."""
+    max_connections: int = 1024
+    """Open connections per process; beyond it a new one gets 503 with ``Retry-After``."""
+    max_body_bytes_in_flight: int = 256 * 1024 * 1024
+    """Body bytes held across all connections at once; beyond it, 503 with ``Retry-After``."""
+    linger_bytes: int = 64 * 1024 * 1024
+    """After an early refusal (413, 415, 403...) with a body still coming, up to this many bytes
+    are read and discarded so that the client reads the answer before the connection closes."""
+    linger_s: float = 5.0
+    """Seconds the discard after an early refusal may take, at most."""
+    graceful_timeout_s: float = 30.0
+    """On SIGTERM/SIGINT, seconds in-flight calls get to finish before the process exits."""
+    health_path: str | None = None
+    """Readiness endpoint (``"/healthz"``): 200 while serving, 503 once draining; off by
+    default."""
 
 
 class Exchange(msgspec.Struct, eq=False):
