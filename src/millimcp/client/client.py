@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, Unpack
 
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
+from millimcp.client.http_choice import HttpKind, http_link
 from millimcp.client.inbound import OnProgress
 from millimcp.client.link import Link
 from millimcp.client.options import ClientOptions
@@ -28,7 +29,7 @@ from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.subscription import Subscription
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch, MissingExtra
+from millimcp.errors import HeaderMismatch
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -120,12 +121,16 @@ class Client:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
+        http: HttpKind | None = None,
     ) -> Client:
-        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
-        aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
+        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
 
-        ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
-        aiohttp (an ``ssl.SSLContext``, or False to skip verification).
+        ``http`` picks the HTTP link (:mod:`millimcp.client.http_choice`): ``"native"`` (the
+        default; HTTP/1.1 on asyncio and httptools) or ``"aiohttp"``. Either needs the
+        ``client`` extra (else :class:`~millimcp.errors.MissingExtra`).
+
+        ``headers`` are sent with every request (``Authorization``...); ``ssl`` is an
+        ``ssl.SSLContext``, or False to skip verification.
 
         Tensors (``docs/tensors.md``): with numpy installed, ``call_tool`` takes numpy arrays
         and torch tensors as argument values and fills :attr:`ToolResult.tensors`.
@@ -139,16 +144,10 @@ class Client:
             DEFAULT_MAX_MESSAGE_BYTES,
         )
 
-        try:
-            from millimcp.client.http_link import HttpLink
-        except ModuleNotFoundError as exc:
-            if exc.name is None or exc.name.partition(".")[0] != "aiohttp":
-                raise
-            raise MissingExtra("client", "Client.over_http", "aiohttp") from None
-
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
-        link = HttpLink(
+        link = http_link(
+            http,
             url,
             limits=limits,
             timeout=timeout,
