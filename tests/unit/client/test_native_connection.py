@@ -253,3 +253,44 @@ async def test_nothing_listening_is_not_sent() -> None:
     with pytest.raises(NotSent):
         await conns.acquire()
     assert conns.opened == 1
+
+
+async def test_a_stream_read_slowly_pauses_the_socket_and_loses_nothing() -> None:
+    size = 4 << 20
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % size
+    )
+    async with serving(replying(head + b"z" * size)) as (port, _):
+        conns = pool(port)
+        conn = await conns.acquire()
+        conn.send([REQUEST], limit=1, framed_limit=1)
+        await conn.head()
+        await asyncio.sleep(0.2)  # the server writes it all meanwhile: the client must pause
+        paused = conn._paused_reading
+        total = 0
+        async for chunk in conn.chunks():
+            total += len(chunk)
+        assert paused
+        assert total == size
+        assert not conn._paused_reading
+        conns.release(conn)
+        assert conns.reused == 0
+        assert conn.reusable
+        conns.close()
+
+
+async def test_a_cancelled_waiter_passes_its_turn_on() -> None:
+    async with serving(replying(OK, OK)) as (port, _accepted):
+        conns = pool(port, limit=1)
+        first = await conns.acquire()
+        gone = asyncio.ensure_future(conns.acquire())
+        after = asyncio.ensure_future(conns.acquire())
+        await asyncio.sleep(0.01)
+        first.close()
+        conns.release(first)  # a free slot for `gone`, which is cancelled before it runs
+        gone.cancel()
+        second = await after  # the slot went on to the next waiter
+        assert second is not first
+        conns.release(second)
+        conns.close()
+        assert conns.opened == 2

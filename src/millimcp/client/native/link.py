@@ -79,6 +79,13 @@ def _context(ssl: Any) -> ssl_module.SSLContext:
     return context
 
 
+def _check(headers: Mapping[str, str]) -> None:
+    """Refuse a header that would split the request (a line break in a name or value)."""
+    flat = "".join(headers) + "".join(headers.values())
+    if "\r" in flat or "\n" in flat:
+        raise ValueError("a header name or value holds a line break")
+
+
 class NativeLink:
     """A :class:`~millimcp.client.link.Link` to one Streamable HTTP endpoint."""
 
@@ -116,6 +123,7 @@ class NativeLink:
         if parts.port is not None:
             host += f":{parts.port}"
         self._base = base_headers(tensors, headers)
+        _check(self._base)
         self._base_names = frozenset(name.lower() for name in self._base)
         self._target = target
         self._host_header = host
@@ -350,9 +358,7 @@ class NativeLink:
             lowered = {name.lower() for name in headers}
             kept = {k: v for k, v in self._base.items() if k.lower() not in lowered}
             prefix = self._prefix(method, kept)
-        flat = "".join(headers) + "".join(headers.values())
-        if "\r" in flat or "\n" in flat:
-            raise ValueError("a header name or value holds a line break")
+        _check(headers)
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         end = "\r\n" if method == "GET" else f"Content-Length: {length}\r\n\r\n"
         return prefix + (lines + end).encode()

@@ -105,6 +105,7 @@ class Pool:
             self._busy.add(conn)
             self.reused += 1
             return conn
+        reserved = False
         if self.limit is not None and len(self._busy) + self._connecting >= self.limit:
             waiter: asyncio.Future[Connection | None] = loop.create_future()
             self._waiters.append(waiter)
@@ -112,32 +113,33 @@ class Pool:
                 handed = await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
-                    self._hand_on(waiter.result())
+                    self._pass_on(waiter.result())
                 raise
-            if handed is not None:
-                self._busy.add(handed)
+            if handed is not None:  # still counted busy: handed over, never free
                 self.reused += 1
                 return handed
             if self._closed:
                 raise NotSent("the client is closed")
-        return await self._connect(loop)
+            reserved = True  # the slot the releaser freed, counted as connecting
+        return await self._connect(loop, reserved)
 
     def release(self, conn: Connection) -> None:
         """Take back a connection after its exchange: kept when its response was read whole
         and the server keeps it alive, else closed."""
-        self._busy.discard(conn)
         if conn.reusable and not conn.closed and not self._closed:
             if self.ssl is not None:
                 self._remember_session(conn)
-            if self._waiters:
-                self._hand_on(conn)
+            if self._give(conn):
                 return
+            self._busy.discard(conn)
             if len(self._idle) < self.keepalive:
                 conn.idle_since = asyncio.get_running_loop().time()
                 self._idle.append(conn)
                 return
+        else:
+            self._busy.discard(conn)
         conn.close()
-        self._hand_on(None)
+        self._give(None)
 
     def close(self) -> None:
         """Close every connection, busy ones too; waiters get :class:`NotSent`."""
@@ -153,23 +155,30 @@ class Pool:
 
     # -- inside ------------------------------------------------------------------------------
 
-    def _hand_on(self, conn: Connection | None) -> None:
-        """Give ``conn`` (or a free slot, None) to the first caller still waiting."""
+    def _give(self, conn: Connection | None) -> bool:
+        """Hand ``conn`` (busy still), or a free slot (None, counted as connecting), to the
+        first caller still waiting; False when nobody waits."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
+                if conn is None:
+                    self._connecting += 1
                 waiter.set_result(conn)
-                return
-        if conn is not None:  # nobody waits any more
-            conn.idle_since = asyncio.get_running_loop().time()
-            if len(self._idle) < self.keepalive:
-                self._idle.append(conn)
-            else:
-                conn.close()
+                return True
+        return False
 
-    async def _connect(self, loop: asyncio.AbstractEventLoop) -> Connection:
+    def _pass_on(self, conn: Connection | None) -> None:
+        """What a cancelled waiter was handed goes to the next one, else back."""
+        if conn is None:
+            self._connecting -= 1
+        if self._give(conn) or conn is None:
+            return
+        self.release(conn)
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop, reserved: bool) -> Connection:
         self.opened += 1
-        self._connecting += 1
+        if not reserved:
+            self._connecting += 1
         tls: Any = None
         if self.ssl is not None:
             tls = self.ssl
@@ -191,7 +200,7 @@ class Pool:
         finally:
             self._connecting -= 1
             if not connected:  # failed or cancelled: the slot goes to the next waiter
-                self._hand_on(None)
+                self._give(None)
         if self._closed:
             conn.close()
             raise NotSent("the client is closed")
