@@ -294,3 +294,19 @@ async def test_a_cancelled_waiter_passes_its_turn_on() -> None:
         conns.release(second)
         conns.close()
         assert conns.opened == 2
+
+
+def test_the_connection_runs_on_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> tuple[int, int]:
+        async with serving(replying(OK, OK)) as (port, _):
+            conns = pool(port)
+            for _ in range(2):
+                conn, body = await exchange(conns)
+                assert body == b"ok"
+                conns.release(conn)
+            conns.close()
+            return conns.opened, conns.reused
+
+    assert uvloop.run(main()) == (1, 1)

@@ -20,7 +20,7 @@ import asyncio
 import collections
 import socket
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import httptools
 
@@ -73,8 +73,7 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
