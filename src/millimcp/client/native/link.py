@@ -125,6 +125,8 @@ class NativeLink:
         self._base = base_headers(tensors, headers)
         _check(self._base)
         self._base_names = frozenset(name.lower() for name in self._base)
+        self._disjoint: dict[tuple[str, ...], bool] = {}
+        """Per set of request header names: none of them overrides a link header."""
         self._target = target
         self._host_header = host
         self._post_prefix = self._prefix("POST", self._base)
@@ -352,7 +354,13 @@ class NativeLink:
 
     def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
         """The request's head: the link's headers, ``headers`` over them, the length."""
-        if self._base_names.isdisjoint(name.lower() for name in headers):
+        names = tuple(headers)
+        disjoint = self._disjoint.get(names)
+        if disjoint is None:
+            disjoint = self._base_names.isdisjoint(name.lower() for name in names)
+            if len(self._disjoint) < 64:
+                self._disjoint[names] = disjoint
+        if disjoint:
             prefix = self._post_prefix if method == "POST" else self._prefix(method, self._base)
         else:
             lowered = {name.lower() for name in headers}
@@ -367,10 +375,13 @@ class NativeLink:
         self, pool: Pool, method: str, headers: Mapping[str, str], body: Sequence[Any]
     ) -> Connection:
         """Send one request on a connection of ``pool`` and wait for its response's head."""
-        length = sum(memoryview(part).nbytes for part in body)
-        parts = [self._head(method, headers, length), *body]
-        if len(parts) == 2 and length < 65536:
-            parts = [parts[0] + bytes(parts[1])]
+        if len(body) == 1 and type(body[0]) is bytes:
+            length = len(body[0])
+            head = self._head(method, headers, length)
+            parts: list[Any] = [head + body[0]] if length < 65536 else [head, body[0]]
+        else:
+            length = sum(memoryview(part).nbytes for part in body)
+            parts = [self._head(method, headers, length), *body]
         for _ in range(2):  # a kept-alive connection found closed before anything went out
             conn = await pool.acquire()
             try:
