@@ -5,6 +5,10 @@ malformed and cut responses, pool caps, keep-alive expiry and hand-over."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -310,3 +314,43 @@ def test_the_connection_runs_on_uvloop() -> None:
             return conns.opened, conns.reused
 
     assert uvloop.run(main()) == (1, 1)
+
+
+async def test_a_connection_the_server_closed_unseen_is_not_reused() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    closed = threading.Event()
+
+    def serve() -> None:  # in a thread: it runs while the client's loop is blocked
+        for _ in range(2):
+            sock, _ = listener.accept()
+            with contextlib.suppress(OSError), sock:
+                sock.recv(65536)
+                sock.sendall(OK)
+                sock.recv(65536)
+                sock.sendall(OK)
+            closed.set()  # after its second answer, as a keep-alive timeout would
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        conns = pool(port)
+        conns.check_after_s = 0.0
+        conn, _ = await exchange(conns)
+        conns.release(conn)
+        second, _ = await exchange(conns)  # polled, still open: reused
+        assert second is conn
+        conns.release(conn)
+        assert closed.wait(10)
+        time.sleep(0.1)  # noqa: ASYNC251 (the loop must not run: the close stays unseen)
+        assert not conn.closed
+        assert conn.stale()
+        third, body = await exchange(conns)
+        assert third is not conn
+        assert body == b"ok"
+        assert (conns.opened, conns.reused) == (2, 1)
+        conns.release(third)
+        conns.close()
+    finally:
+        listener.close()
+        thread.join(10)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import select
 import socket
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final, cast
@@ -69,14 +70,17 @@ class Connection(asyncio.Protocol):
         self._paused_reading = False
         self._drain: asyncio.Future[None] | None = None
         self._type = b""
+        self._fd = -1
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sock is not None:
+            self._fd = sock.fileno()
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
         if not self._active:  # bytes nobody asked for: the server is confused
@@ -268,6 +272,18 @@ class Connection(asyncio.Protocol):
                 self._active = False
                 return
             await self._wait()
+
+    def stale(self) -> bool:
+        """True when the idle connection cannot carry a request: closed, or its socket is
+        readable (the server's close, or bytes nobody asked for) though the loop has not read
+        it yet (it was busy). One ``poll`` system call."""
+        if self.closed or self.transport is None or self.transport.is_closing():
+            return True
+        if self._fd < 0:
+            return False
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        return bool(poller.poll(0))
 
     def discard(self) -> None:
         """Forget the unread rest of a response that arrived whole."""

@@ -18,12 +18,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import ssl as ssl_module
-from typing import Any
+from typing import Any, Final
 
 from millimcp.client.native.connection import Connection
 from millimcp.errors import NotSent
 
 __all__ = ["Pool"]
+
+_CHECK_AFTER_S: Final = 1.0
+"""A connection idle for longer is polled before it is reused: a server's keep-alive timeout
+(uvicorn's is 5 s) may have closed it while the loop was too busy to notice, and a request
+written into it would be lost (:class:`~millimcp.errors.ConnectionLost`, not retried for a
+call that is not idempotent)."""
 
 
 class _Resuming:
@@ -52,6 +58,9 @@ class _Resuming:
 
 class Pool:
     """Keep-alive connections to ``host:port`` (over TLS when ``ssl`` is a context)."""
+
+    check_after_s: float = _CHECK_AFTER_S
+    """Idle connections older than this are polled before reuse (:data:`_CHECK_AFTER_S`)."""
 
     def __init__(
         self,
@@ -99,7 +108,12 @@ class Pool:
         idle = self._idle
         while idle:
             conn = idle.pop()
-            if conn.closed or loop.time() - conn.idle_since > self.expiry_s:
+            idle_s = loop.time() - conn.idle_since
+            if (
+                conn.closed
+                or idle_s > self.expiry_s
+                or (idle_s > self.check_after_s and conn.stale())
+            ):
                 conn.close()
                 continue
             self._busy.add(conn)
