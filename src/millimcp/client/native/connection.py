@@ -200,10 +200,8 @@ class Connection(asyncio.Protocol):
         self._error = None
         self._active = True
         self._head = self._loop.create_future()
-        if len(parts) == 1:
-            transport.write(parts[0])
-        else:
-            transport.writelines(parts)
+        for part in parts:  # not writelines: before Python 3.12 it joins them (a copy)
+            transport.write(part)
 
     async def drained(self) -> None:
         """Return once the transport's write buffer is below its high-water mark."""
