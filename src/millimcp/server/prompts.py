@@ -40,6 +40,7 @@ class PromptEntry:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -61,8 +62,9 @@ class PromptEntry:
         self.definition = Prompt(
             name=self.name,
             title=title,
-            description=description or inspect.getdoc(fn),
+            description=inspect.getdoc(fn) if description is None else description,
             arguments=arguments or None,
+            meta=meta,
         )
 
     def __repr__(self) -> str:

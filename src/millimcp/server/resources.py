@@ -53,6 +53,7 @@ class ResourceEntry:
         mime_type: str | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self.uri = uri
         self.fn = fn
@@ -70,11 +71,16 @@ class ResourceEntry:
                 f"resource {uri!r}: parameters {sorted(self.parameters - given)} are not in the URI"
             )
         name = name or fn.__name__
-        description = description or inspect.getdoc(fn)
+        description = inspect.getdoc(fn) if description is None else description
         self.definition: Resource | ResourceTemplate
         if self.template is None:
             self.definition = Resource(
-                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+                uri=uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                meta=meta,
             )
         else:
             self.definition = ResourceTemplate(
@@ -83,6 +89,7 @@ class ResourceEntry:
                 title=title,
                 description=description,
                 mime_type=mime_type,
+                meta=meta,
             )
 
     def __repr__(self) -> str:

@@ -199,11 +199,13 @@ class Server:
         mime_type: str | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a template when ``uri`` has ``{variables}``.
 
         Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
         function takes its variables as parameters. Registering ``uri`` again replaces it.
+        ``meta`` is the definition's ``_meta``.
         """
 
         def register(fn: F) -> F:
@@ -216,6 +218,7 @@ class Server:
                 mime_type=mime_type,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
+                meta=meta,
             )
             registry = (
                 self._resource_registry if entry.template is None else self._template_registry
@@ -244,6 +247,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -253,6 +257,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> Any:
         """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
         ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
@@ -266,6 +271,7 @@ class Server:
                 title=title,
                 description=description,
                 argument_descriptions=argument_descriptions,
+                meta=meta,
             )
             self._prompt_registry.add(entry.name, entry)
             return fn

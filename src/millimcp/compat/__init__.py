@@ -1,0 +1,8 @@
+"""Servers written for the FastMCP family, served by millimcp.
+
+``millimcp.compat.mcp1`` is the official SDK's ``FastMCP`` (mcp 1.x), ``millimcp.compat.mcp2``
+its ``MCPServer`` (mcp 2.x), ``millimcp.compat.fastmcp`` PrefectHQ's ``fastmcp``: change the
+import and the server runs on millimcp. ``python -m millimcp.compat run TARGET`` runs an
+installed server unmodified (see :mod:`millimcp.compat.hook`). Needs ``millimcp[compat]``
+(pydantic). Nothing else in millimcp imports this room.
+"""
