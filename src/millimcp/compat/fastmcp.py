@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from millimcp.compat.app import CompatServer
 from millimcp.compat.context import Context, ElicitationResult, ReadResourceContents, get_context
@@ -19,6 +19,8 @@ from millimcp.compat.errors import PromptError, ResourceError, ToolError
 from millimcp.compat.flavour import FASTMCP
 from millimcp.compat.messages import AssistantMessage, Message, UserMessage
 from millimcp.compat.results import Audio, File, Image
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "AssistantMessage",
@@ -64,9 +66,16 @@ class FastMCP(CompatServer):
         for fn in tools or ():
             self.add_tool(fn)
 
-    def tool(  # type: ignore[override]
+    @overload  # type: ignore[override]
+    def tool(self, name_or_fn: F, /, **options: Any) -> F: ...
+
+    @overload
+    def tool(self, name_or_fn: str | None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def tool(
         self,
         name_or_fn: Any = None,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -101,9 +110,13 @@ class FastMCP(CompatServer):
 
         return register(name_or_fn) if callable(name_or_fn) else register
 
-    def prompt(  # type: ignore[override]
-        self, name_or_fn: Any = None, *, name: str | None = None, **options: Any
-    ) -> Any:
+    @overload  # type: ignore[override]
+    def prompt(self, name_or_fn: F, /, **options: Any) -> F: ...
+
+    @overload
+    def prompt(self, name_or_fn: str | None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, name_or_fn: Any = None, /, *, name: str | None = None, **options: Any) -> Any:
         """``@mcp.prompt``, ``@mcp.prompt("name")`` or ``@mcp.prompt(name=...)``."""
         if isinstance(name_or_fn, str):
             name = name_or_fn
