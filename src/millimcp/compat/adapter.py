@@ -42,7 +42,8 @@ def _raw_arguments(raw: bytes) -> dict[str, Any]:
     return {"arguments": data}
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A wire dict of a pydantic ``mcp.types`` object or a msgspec struct."""
     if value is None or isinstance(value, dict):
         return value
     if hasattr(value, "model_dump"):
@@ -152,8 +153,8 @@ def tool_options(
         name=spec.name,
         title=title,
         description=spec.description,
-        annotations=_plain(annotations),
-        icons=[_plain(icon) for icon in icons] if icons else None,
+        annotations=plain(annotations),
+        icons=[plain(icon) for icon in icons] if icons else None,
         meta=meta,
         timeout=timeout,
         structured=False,

@@ -17,6 +17,7 @@ from millimcp.compat.adapter import (
     ToolSpec,
     copy_context_call,
     fastmcp_meta,
+    plain,
     prompt_handler,
     resource_handler,
     tool_options,
@@ -158,6 +159,7 @@ class CompatServer(Runner):
         description: str | None = None,
         mime_type: str | None = None,
         tags: set[str] | None = None,
+        icons: list[Any] | None = None,
         **_: Any,
     ) -> Callable[[F], F]:
         """``@server.resource(uri)``: a template when the URI has ``{variables}``."""
@@ -177,6 +179,7 @@ class CompatServer(Runner):
                 description=self._description(fn, description),
                 mime_type=mime_type or "text/plain",
                 meta=fastmcp_meta(None, tags) if fastmcp else None,
+                icons=[plain(icon) for icon in icons] if icons else None,
             )(handler)
             return fn
 
@@ -187,6 +190,7 @@ class CompatServer(Runner):
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
+        icons: list[Any] | None = None,
         **_: Any,
     ) -> Callable[[F], F]:
         """``@server.prompt(...)``: the function's parameters are the prompt's arguments."""
@@ -197,7 +201,7 @@ class CompatServer(Runner):
             )
 
         def register(fn: F) -> F:
-            self.add_prompt(fn, name, title, description)
+            self.add_prompt(fn, name, title, description, icons=icons)
             return fn
 
         return register
@@ -209,6 +213,7 @@ class CompatServer(Runner):
         title: str | None = None,
         description: str | None = None,
         tags: set[str] | None = None,
+        icons: list[Any] | None = None,
     ) -> None:
         handler, descriptions = prompt_handler(self, fn)
         fastmcp = self.flavour.fastmcp_meta
@@ -218,6 +223,7 @@ class CompatServer(Runner):
             description=self._description(fn, description),
             argument_descriptions=descriptions,
             meta=fastmcp_meta(None, tags) if fastmcp else None,
+            icons=[plain(icon) for icon in icons] if icons else None,
         )(handler)
 
     def _description(self, fn: Callable[..., Any], given: str | None) -> str | None:

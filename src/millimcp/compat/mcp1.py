@@ -18,6 +18,7 @@ from millimcp.compat.flavour import MCP1
 from millimcp.compat.messages import AssistantMessage, Message, UserMessage
 from millimcp.compat.results import Audio, Image
 from millimcp.compat.running import Settings, TransportSecuritySettings
+from millimcp.protocol.types import Icon
 
 __all__ = [
     "AssistantMessage",
@@ -25,6 +26,7 @@ __all__ = [
     "Context",
     "ElicitationResult",
     "FastMCP",
+    "Icon",
     "Image",
     "Message",
     "ReadResourceContents",

@@ -20,12 +20,14 @@ from millimcp.compat.flavour import MCP2
 from millimcp.compat.messages import AssistantMessage, Message, UserMessage
 from millimcp.compat.results import Audio, Image
 from millimcp.compat.running import Settings, TransportSecuritySettings
+from millimcp.protocol.types import Icon
 
 __all__ = [
     "AssistantMessage",
     "Audio",
     "Context",
     "ElicitationResult",
+    "Icon",
     "Image",
     "MCPServer",
     "Message",

@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import json
 import re
+import sys
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -218,7 +219,11 @@ class Output:
         if structured is None and _is_content(base):
             return None
         if _is_call_result(base):
-            return None
+            # ``Annotated[CallToolResult, Model]``: the tool builds its result, Model its schema
+            extra = typing.get_args(returns)[1:] if returns is not base else ()
+            if not extra or not isinstance(extra[0], type):
+                return None
+            returns = base = extra[0]
         name = fn.__name__
         try:
             return _output(returns, base, name, flavour)
@@ -231,7 +236,7 @@ def _output(returns: Any, base: Any, name: str, flavour: Flavour) -> Output | No
     if isinstance(base, type) and issubclass(base, BaseModel):
         return _unwrapped(TypeAdapter(base), flavour)
     if isinstance(base, type) and typing.is_typeddict(base):
-        return _unwrapped(TypeAdapter(base), flavour)
+        return _unwrapped(TypeAdapter(_readable_typeddict(base)), flavour)
     if origin is dict and typing.get_args(base)[:1] == (str,):
         return _unwrapped(TypeAdapter(Annotated[base, Field(title=f"{name}DictOutput")]), flavour)
     if (
@@ -239,14 +244,42 @@ def _output(returns: Any, base: Any, name: str, flavour: Flavour) -> Output | No
         and origin is None
         and base not in (str, int, float, bool, bytes, type(None))
     ):
-        if not dataclasses.is_dataclass(base) and not typing.get_type_hints(base):
+        if dataclasses.is_dataclass(base):
+            return _unwrapped(TypeAdapter(base), flavour)
+        hints = typing.get_type_hints(base)
+        if not hints:
             return None
-        return _unwrapped(TypeAdapter(base), flavour)
+        fields: dict[str, Any] = {
+            name: (hint, getattr(base, name)) if hasattr(base, name) else hint
+            for name, hint in hints.items()
+            if not name.startswith("_")
+        }
+        model = pydantic.create_model(
+            base.__name__, __config__=ConfigDict(from_attributes=True), **fields
+        )
+        return _unwrapped(TypeAdapter(model), flavour)
     wrapper = pydantic.create_model(f"{name}Output", result=(returns, ...))
     schema = wrapper.model_json_schema()
     if flavour.wrap_marker:
         schema = {**_prune_titles(schema), "x-fastmcp-wrap-result": True}
     return Output(TypeAdapter(wrapper), schema, wrap=True)
+
+
+def _readable_typeddict(td: Any) -> Any:
+    """A ``typing.TypedDict`` rebuilt as ``typing_extensions``' (pydantic refuses the former
+    below Python 3.12)."""
+    if sys.version_info >= (3, 12) or type(td).__module__ != "typing":
+        return td
+    from typing import NotRequired
+
+    from typing_extensions import TypedDict as ExtTypedDict
+
+    hints = typing.get_type_hints(td, include_extras=True)
+    items = {k: h if k in td.__required_keys__ else NotRequired[h] for k, h in hints.items()}
+    rebuilt: Any = ExtTypedDict(td.__name__, items)  # type: ignore[misc]
+    rebuilt.__doc__ = td.__doc__
+    rebuilt.__module__ = td.__module__
+    return rebuilt
 
 
 def _unwrapped(adapter: TypeAdapter[Any], flavour: Flavour) -> Output:

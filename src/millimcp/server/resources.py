@@ -14,6 +14,7 @@ from millimcp.errors import ConfigurationError
 from millimcp.protocol.types import (
     BlobResourceContents,
     CacheScope,
+    Icon,
     Resource,
     ResourceContents,
     ResourceTemplate,
@@ -54,6 +55,7 @@ class ResourceEntry:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
         meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> None:
         self.uri = uri
         self.fn = fn
@@ -81,6 +83,7 @@ class ResourceEntry:
                 description=description,
                 mime_type=mime_type,
                 meta=meta,
+                icons=msgspec.convert(icons, list[Icon]) if icons else None,
             )
         else:
             self.definition = ResourceTemplate(
@@ -90,6 +93,7 @@ class ResourceEntry:
                 description=description,
                 mime_type=mime_type,
                 meta=meta,
+                icons=msgspec.convert(icons, list[Icon]) if icons else None,
             )
 
     def __repr__(self) -> str:

@@ -200,12 +200,13 @@ class Server:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
         meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a template when ``uri`` has ``{variables}``.
 
         Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
         function takes its variables as parameters. Registering ``uri`` again replaces it.
-        ``meta`` is the definition's ``_meta``.
+        ``meta`` is the definition's ``_meta``, ``icons`` its icons (wire dicts).
         """
 
         def register(fn: F) -> F:
@@ -219,6 +220,7 @@ class Server:
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
                 meta=meta,
+                icons=icons,
             )
             registry = (
                 self._resource_registry if entry.template is None else self._template_registry
@@ -248,6 +250,7 @@ class Server:
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -258,6 +261,7 @@ class Server:
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Any:
         """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
         ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
@@ -272,6 +276,7 @@ class Server:
                 description=description,
                 argument_descriptions=argument_descriptions,
                 meta=meta,
+                icons=icons,
             )
             self._prompt_registry.add(entry.name, entry)
             return fn

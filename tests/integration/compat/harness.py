@@ -59,6 +59,47 @@ def shim_command(server: Path) -> StdioServerParameters:
     return _stdio([sys.executable, "-m", "millimcp.compat", "run", str(server)])
 
 
+SERVE = HERE / "serve.py"
+
+
+def served_command(server: Path, *, shim: bool) -> StdioServerParameters:
+    """A module that does not serve itself (``mcp run`` style): its ``mcp`` over stdio."""
+    return _stdio([sys.executable, str(SERVE), str(server), "stdio", *(["--shim"] if shim else [])])
+
+
+def _sample(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A value that satisfies a simple JSON schema (the generated calls' arguments)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return _sample(defs[ref.rsplit("/", 1)[-1]], defs)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return _sample(schema[key][0], defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _sample(props[name], defs) for name in schema.get("required", [])}
+    if kind == "array":
+        return [_sample(schema.get("items", {}), defs)]
+    return {"integer": 3, "number": 1.5, "boolean": True, "null": None}.get(kind, "abc")
+
+
+def generated_calls(listing: dict[str, Any]) -> list[Call]:
+    """One call per tool (required arguments sampled from its input schema), one read per
+    static resource, one get per prompt (required arguments as text)."""
+    calls = []
+    for tool in listing["tools"]:
+        schema = tool["inputSchema"]
+        calls.append(Call("tools/call", tool["name"], _sample(schema, schema.get("$defs", {}))))
+    calls += [Call("resources/read", r["uri"]) for r in listing["resources"]]
+    for prompt in listing["prompts"]:
+        required = [a["name"] for a in prompt.get("arguments", []) if a.get("required")]
+        calls.append(Call("prompts/get", prompt["name"], {name: "abc" for name in required}))
+    return calls
+
+
 def _stdio(argv: list[str]) -> StdioServerParameters:
     pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONWARNINGS": "ignore"}
@@ -77,13 +118,23 @@ def _dump(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def snapshot(target: str | StdioServerParameters, mode: str, calls: list[Call]) -> Any:
-    """Everything a client sees of the server, as JSON values."""
+async def snapshot(
+    target: str | StdioServerParameters, mode: str, calls: list[Call] | None = None
+) -> Any:
+    """Everything a client sees of the server, as JSON values; ``calls=None``: the calls
+    :func:`generated_calls` makes from the listing."""
     async with client(target, mode) as peer:
         tools = (await peer.list_tools()).tools
         resources = (await peer.list_resources()).resources
         templates = (await peer.list_resource_templates()).resource_templates
         prompts = (await peer.list_prompts()).prompts
+        if calls is None:
+            listing = {
+                "tools": [_dump(t) for t in tools],
+                "resources": [_dump(r) for r in resources],
+                "prompts": [_dump(p) for p in prompts],
+            }
+            calls = generated_calls(listing)
         results: list[Any] = []
         for call in calls:
             try:

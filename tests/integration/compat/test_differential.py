@@ -104,7 +104,7 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture
 def http_servers() -> Iterator[tuple[str, str]]:
     """calc_mcp2 over Streamable HTTP: on mcp 2.3.0, and on millimcp."""
-    runner = Path(__file__).with_name("serve_http.py")
+    runner = Path(__file__).with_name("serve.py")
     processes = []
     urls = []
     for shim in (False, True):
