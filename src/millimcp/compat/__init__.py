@@ -6,3 +6,10 @@ import and the server runs on millimcp. ``python -m millimcp.compat run TARGET``
 installed server unmodified (see :mod:`millimcp.compat.hook`). Needs ``millimcp[compat]``
 (pydantic). Nothing else in millimcp imports this room.
 """
+
+from millimcp.errors import MissingExtra
+
+try:
+    import pydantic  # noqa: F401 - every shim builds its schemas with it
+except ImportError as exc:  # pragma: no cover - the test environment has the extra
+    raise MissingExtra("compat", "millimcp.compat", exc.name) from exc
