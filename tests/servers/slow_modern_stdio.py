@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 DELAY_S = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
 
@@ -21,7 +22,7 @@ def main() -> None:
             time.sleep(DELAY_S)
             first = False
         if message["method"] == "server/discover":
-            reply = {
+            reply: dict[str, Any] = {
                 "result": {
                     "capabilities": {"tools": {}},
                     "supportedVersions": ["2026-07-28"],
