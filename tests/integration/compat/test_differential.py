@@ -56,6 +56,7 @@ CALLS = [
     Call("resources/read", "users://7/profile"),
     Call("prompts/get", "review", {"code": "x = 1"}),
     Call("prompts/get", "debug", {"error": "KeyError"}),
+    Call("tools/call", "no_such_tool"),
 ]
 FASTMCP_CALLS = [
     Call("tools/call", "calc", {"expression": "1/3"}),
@@ -72,6 +73,12 @@ FASTMCP_CALLS = [
 
 
 def _check(real: Any, ours: Any) -> None:
+    """The snapshots agree but for ``DELIBERATE``: an unknown tool is an ``isError`` result on
+    ``MCPServer`` and JSON-RPC -32602 on millimcp (checked, then set aside)."""
+    if CALLS[-1].name == "no_such_tool" and len(real["results"]) == len(CALLS):
+        unknown_real, unknown_ours = real["results"].pop(), ours["results"].pop()
+        assert unknown_real["isError"] is True
+        assert unknown_ours == {"error": -32602}
     lines = differences(normalise(real), normalise(ours))
     assert not lines, "\n".join(lines)
 
