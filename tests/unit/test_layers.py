@@ -31,6 +31,7 @@ RANKS: dict[str, int] = {
     "session": 5,
     "cache": 6,
     "tensor": 6,
+    "tasks": 6,
     "server": 7,
     "client": 7,
     "lab": 8,

@@ -19,9 +19,13 @@ from millimcp.errors import ProtocolError
 from millimcp.protocol.types import (
     CallToolParams,
     CallToolResult,
+    CancelTaskParams,
     CompleteParams,
     CompleteResult,
     DiscoverResult,
+    EmptyResult,
+    GetTaskParams,
+    GetTaskResult,
     GetPromptParams,
     GetPromptResult,
     InitializeParams,
@@ -40,6 +44,7 @@ from millimcp.protocol.types import (
     RequestParams,
     SetLevelParams,
     SubscribeParams,
+    UpdateTaskParams,
 )
 
 __all__ = ["LEGACY_ONLY", "METHODS", "MODERN_ONLY", "MethodSpec", "ReplyDecoder", "reply_decoder"]
@@ -51,7 +56,8 @@ class MethodSpec(NamedTuple):
     params: type[Any]
     result: type[Any]
     name_field: str | None = None
-    """The params field mirrored in the ``Mcp-Name`` header, if any."""
+    """The params attribute mirrored in the ``Mcp-Name`` header, if any (``task_id``: its
+    wire name is the camelCase ``taskId``)."""
     input_required: bool = False
     """Whether the method may answer with an ``InputRequiredResult`` (MRTR)."""
     era: Literal["modern", "legacy"] | None = None
@@ -74,6 +80,10 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "logging/setLevel": MethodSpec(SetLevelParams, LegacyEmptyResult, era="legacy"),
     "resources/subscribe": MethodSpec(SubscribeParams, LegacyEmptyResult, era="legacy"),
     "resources/unsubscribe": MethodSpec(SubscribeParams, LegacyEmptyResult, era="legacy"),
+    # the tasks extension (io.modelcontextprotocol/tasks); Mcp-Name carries the task id
+    "tasks/get": MethodSpec(GetTaskParams, GetTaskResult, "task_id", era="modern"),
+    "tasks/update": MethodSpec(UpdateTaskParams, EmptyResult, "task_id", era="modern"),
+    "tasks/cancel": MethodSpec(CancelTaskParams, EmptyResult, "task_id", era="modern"),
 }
 
 MODERN_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "modern")
