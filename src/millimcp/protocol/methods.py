@@ -22,6 +22,7 @@ from millimcp.protocol.types import (
     CancelTaskParams,
     CompleteParams,
     CompleteResult,
+    CreateTaskResult,
     DiscoverResult,
     EmptyResult,
     GetTaskParams,
@@ -91,7 +92,8 @@ LEGACY_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "
 
 
 class ReplyDecoder(Generic[T]):
-    """How a reply's ``result`` is read: one type, plus ``input_required`` for MRTR methods.
+    """How a reply's ``result`` is read: one type, plus ``input_required`` for MRTR methods
+    (and ``task``: a ``CreateTaskResult``, for a call that declared the tasks extension).
 
     A result without ``resultType`` is complete (the spec's rule for older servers), and
     unknown fields are ignored, so one decoder reads servers of either era.
@@ -99,11 +101,15 @@ class ReplyDecoder(Generic[T]):
 
     __slots__ = ("single", "union")
 
-    def __init__(self, result: type[T], *, input_required: bool = False) -> None:
+    def __init__(
+        self, result: type[T], *, input_required: bool = False, task: bool = False
+    ) -> None:
         self.single: msgspec.json.Decoder[T] = msgspec.json.Decoder(result)
-        self.union: msgspec.json.Decoder[Any] | None = (
-            msgspec.json.Decoder(result | InputRequiredResult) if input_required else None
-        )
+        self.union: msgspec.json.Decoder[Any] | None = None
+        if task:  # the tasks extension: a CreateTaskResult may come instead
+            self.union = msgspec.json.Decoder(result | InputRequiredResult | CreateTaskResult)
+        elif input_required:
+            self.union = msgspec.json.Decoder(result | InputRequiredResult)
 
     def __repr__(self) -> str:
         return f"<ReplyDecoder {self.single.type!r} mrtr={self.union is not None}>"

@@ -59,6 +59,7 @@ from millimcp.server.prompts import PromptEntry
 from millimcp.server.registry import Registry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tasks import TaskMethods
+from millimcp.protocol.types.tasks import detailed
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, RequestHandler
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
@@ -130,6 +131,9 @@ class Methods:
         )
         self.tasks = TaskMethods(config.tasks, self._result_meta)
         """Tool calls as tasks, and ``tasks/get|update|cancel`` (the tasks extension)."""
+        self.tasks.manager.watchers.append(
+            lambda record: notifier.task_changed(detailed(record.detailed()))
+        )
 
     def __repr__(self) -> str:
         return f"<Methods of {self.info.name!r}>"
@@ -370,7 +374,12 @@ class Methods:
         return CompleteResult(completion=completion, meta=self._result_meta)
 
     async def _listen(self, params: ListenParams, ctx: Context) -> ListenResult:
-        subscription = await self.notifier.listen(params.notifications, ctx)
+        wanted = params.notifications
+        if wanted.task_ids:
+            wanted = msgspec.structs.replace(
+                wanted, task_ids=await self.tasks.agreed(wanted.task_ids, ctx)
+            )
+        subscription = await self.notifier.listen(wanted, ctx)
         meta = dict(self._result_meta or {})
         meta.update(subscription)
         return ListenResult(meta=meta)

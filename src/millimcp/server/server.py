@@ -39,7 +39,7 @@ from millimcp.server.registry import Registry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
 from millimcp.session import HttpEndpoint, Mrtr, RequestHandler, Router
-from millimcp.tasks import TaskMode
+from millimcp.tasks import TaskManager, TaskMode
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 from millimcp.transports.stdio import StdioConfig
 
@@ -439,6 +439,12 @@ class Server:
         if self._cache is None:
             self._cache = CacheStore(self.config.cache)
         return self._cache
+
+    @property
+    def tasks(self) -> TaskManager:
+        """The server's tasks (``@server.tool(task=...)``): their store (``ServerConfig.tasks``)
+        and the handlers running in this process."""
+        return self._methods.tasks.manager
 
     @property
     def executor(self) -> ThreadPoolExecutor:

@@ -95,6 +95,15 @@ class TaskMethods:
         created.meta = self.result_meta
         return created
 
+    async def agreed(self, task_ids: list[str], ctx: Context) -> list[str] | None:
+        """The tasks of ``task_ids`` a ``subscriptions/listen`` stream gets status
+        notifications for: the caller's own (-32021 without the extension)."""
+        if not declares_tasks(ctx):
+            raise _missing()
+        manager = self.manager
+        mine = [task_id for task_id in task_ids if await manager.owns(task_id, ctx)]
+        return mine or None
+
     async def _get(self, params: GetTaskParams, ctx: Context) -> GetTaskResult:
         if not declares_tasks(ctx):
             raise _missing()

@@ -267,6 +267,11 @@ class TaskManager:
             runner.cancel()
         return EmptyResult()
 
+    async def owns(self, task_id: str, ctx: Context) -> bool:
+        """Whether the task exists and is the caller's."""
+        record = await self.store.get(task_id)
+        return record is not None and record.owner == owner_of(ctx)
+
     async def _find(self, task_id: str, ctx: Context) -> TaskRecord:
         record = await self.store.get(task_id)
         if record is None or record.owner != owner_of(ctx):

@@ -49,6 +49,10 @@ class TaskStore(Protocol):
 
     async def delete(self, task_id: str) -> None: ...
 
+    async def count(self) -> int:
+        """How many tasks are kept now (expired ones not counted)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -115,6 +119,10 @@ class MemoryTaskStore:
     async def delete(self, task_id: str) -> None:
         self._records.pop(task_id, None)
         self._wake(task_id)
+
+    async def count(self) -> int:
+        self.sweep()
+        return len(self._records)
 
     async def close(self) -> None:
         for task_id in list(self._changed):
