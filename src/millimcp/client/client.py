@@ -26,8 +26,8 @@ from millimcp.client.link import Link
 from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.subscription import Subscription
-from millimcp.client.tensors import TensorType
 from millimcp.client.tasks import Task, needs_tasks, wait_for_task
+from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
 from millimcp.errors import HeaderMismatch, MissingClientCapability, MissingExtra
 from millimcp.protocol.header_params import param_headers

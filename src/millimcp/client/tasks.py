@@ -170,7 +170,7 @@ class Task:
                 last = mark
                 delay = self._poll_s()
                 yield state
-                if self.done:
+                if state.status in TERMINAL_STATUSES:
                     return
             else:
                 delay = min(delay * _BACKOFF, self._poll_s() * _MAX_INTERVALS)
@@ -251,7 +251,9 @@ async def wait_for_task(task: Task, timeout: Timeout | None) -> ToolResult:
     except TimeoutError:
         with contextlib.suppress(Exception):
             await task.cancel()
-        raise CallTimeout(f"tools/call: the task {task.task_id} did not end within {total} s")
+        raise CallTimeout(
+            f"tools/call: the task {task.task_id} did not end within {total} s"
+        ) from None
 
 
 def _as_detailed(seed: CreateTaskResult | GetTaskResult) -> GetTaskResult:

@@ -50,6 +50,7 @@ from millimcp.protocol.types import (
     SetLevelParams,
     SubscribeParams,
 )
+from millimcp.protocol.types.tasks import detailed
 from millimcp.resilience import InFlightLimiter
 from millimcp.server.config import ServerConfig
 from millimcp.server.invoke import context_parameter
@@ -59,7 +60,6 @@ from millimcp.server.prompts import PromptEntry
 from millimcp.server.registry import Registry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tasks import TaskMethods
-from millimcp.protocol.types.tasks import detailed
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, RequestHandler
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION

@@ -32,7 +32,7 @@ from millimcp.tasks import TaskConfig, TaskManager
 
 __all__ = ["TaskMethods", "declares_tasks"]
 
-_REQUIRED: Final = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+_REQUIRED: Final[dict[str, Any]] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
 def declares_tasks(ctx: Context) -> bool:

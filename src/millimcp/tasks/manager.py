@@ -107,31 +107,31 @@ class TaskManager:
         ctx._attachments = None
         ctx.headers = None
         ctx._task_input = self._asker(task_id)
-        timeout = config.ttl_ms / 1000
+        deadline = config.ttl_ms / 1000
         if config.timeout_s is not None:
-            timeout = min(timeout, config.timeout_s)
+            deadline = min(deadline, config.timeout_s)
         loop = asyncio.get_running_loop()
         runner = loop.create_task(
-            self._run(task_id, handler, ctx, timeout), context=contextvars.Context()
+            self._run(task_id, handler, ctx, deadline), context=contextvars.Context()
         )
         self.running[task_id] = runner
         runner.add_done_callback(lambda _: self.running.pop(task_id, None))
         return record.created()
 
-    async def _run(self, task_id: str, handler: Handler, ctx: Context, timeout: float) -> None:
+    async def _run(self, task_id: str, handler: Handler, ctx: Context, seconds: float) -> None:
         """Run the handler to its end and keep how it ended (unless it was cancelled)."""
         status: Any = "completed"
         result: Any = None
         error: dict[str, Any] | None = None
         message: str | None = None
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(seconds):
                 value = await self._watched(task_id, handler(ctx))
             result = msgspec.to_builtins(value)
         except asyncio.CancelledError:
             status, message = "cancelled", "The task was cancelled."
         except TimeoutError:
-            text = f"The task did not finish within its deadline of {timeout:g} s"
+            text = f"The task did not finish within its deadline of {seconds:g} s"
             result = msgspec.to_builtins(
                 CallToolResult(content=[TextContent(text=text)], is_error=True)
             )

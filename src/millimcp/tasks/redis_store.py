@@ -33,9 +33,7 @@ def _redis() -> Any:
         import redis.asyncio
         import redis.exceptions
     except ImportError:
-        raise MissingExtra(
-            "tasks in Redis need redis: pip install 'millimcp[cache]'"
-        ) from None
+        raise MissingExtra("cache", "keeping tasks in Redis", "redis") from None
     return redis
 
 
@@ -111,8 +109,8 @@ class RedisTaskStore:
                     continue
         raise RuntimeError(f"task {task_id}: too many concurrent changes")
 
-    async def wait(self, task_id: str, timeout: float) -> None:
-        await asyncio.sleep(timeout)
+    async def wait(self, task_id: str, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
     async def delete(self, task_id: str) -> None:
         await self._connected().delete(self._key(task_id))

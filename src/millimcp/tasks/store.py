@@ -43,8 +43,8 @@ class TaskStore(Protocol):
         """Apply ``change`` atomically; the record after it, or None when there is none."""
         ...
 
-    async def wait(self, task_id: str, timeout: float) -> None:
-        """Return when the task may have changed, or after ``timeout`` seconds."""
+    async def wait(self, task_id: str, seconds: float) -> None:
+        """Return when the task may have changed, or after ``seconds``."""
         ...
 
     async def delete(self, task_id: str) -> None: ...
@@ -109,12 +109,12 @@ class MemoryTaskStore:
             self._wake(task_id)
         return record
 
-    async def wait(self, task_id: str, timeout: float) -> None:
+    async def wait(self, task_id: str, seconds: float) -> None:
         event = self._changed.get(task_id)
         if event is None:
             event = self._changed[task_id] = asyncio.Event()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            await asyncio.wait_for(event.wait(), seconds)
 
     async def delete(self, task_id: str) -> None:
         self._records.pop(task_id, None)
