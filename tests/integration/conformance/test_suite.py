@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ TASKS_SCENARIOS = frozenset(
 # Not scored and not implemented: the server must close a stream mid-call and let the client
 # resume it (SEP-1699 polling); here a client disconnect cancels the call instead.
 ALLOWED_WARNINGS = {"server-sse-test-reconnection-tool"}
+_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z?$")
 
 
 def _suite(missing_tool: Any) -> tuple[str, str]:
@@ -56,7 +58,8 @@ def _suite(missing_tool: Any) -> tuple[str, str]:
 def _checks(output: Path) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(output.glob("server-*/checks.json")):
-        scenario = path.parent.name.removeprefix("server-").rsplit("-20", 1)[0]
+        # server-<scenario>-<ISO time>: cut at the date (a "-20" in the time is no boundary)
+        scenario = _STAMP.sub("", path.parent.name.removeprefix("server-"))
         found[scenario] = json.loads(path.read_text())
     return found
 
