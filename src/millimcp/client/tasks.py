@@ -10,7 +10,7 @@ server has created it (or a finished one, when the server chose to answer at onc
     result = await task.result()         # the ToolResult, as call_tool would have returned
 
 Polling follows the server's ``pollIntervalMs`` hint: the first poll after one interval,
-then, while nothing changes, each wait 1.5 times the last, up to eight intervals; a change
+then, while nothing changes, each wait 1.25 times the last, up to four intervals; a change
 brings it back to one interval. Input the task asks for (``input_required``) is answered
 with the client's elicitation, sampling and roots handlers, each request once, through
 ``tasks/update``. Every request declares the extension and names the task in ``Mcp-Name``.
@@ -45,8 +45,8 @@ __all__ = ["Task", "TaskCancelled", "needs_tasks", "tool_result", "wait_for_task
 
 _GET: Final[ReplyDecoder[GetTaskResult]] = reply_decoder("tasks/get")
 _ACK: Final[ReplyDecoder[Any]] = reply_decoder("tasks/update")
-_BACKOFF: Final = 1.5
-_MAX_INTERVALS: Final = 8
+_BACKOFF: Final = 1.25
+_MAX_INTERVALS: Final = 4
 _DEFAULT_POLL_S: Final = 0.5
 _MIN_POLL_S: Final = 0.001
 _RESULT: Final = msgspec.json.Decoder(CallToolResult)
