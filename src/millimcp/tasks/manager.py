@@ -105,7 +105,6 @@ class TaskManager:
         ctx._emit = None
         ctx._source = None
         ctx._attachments = None
-        ctx.headers = None
         ctx._task_input = self._asker(task_id)
         deadline = config.ttl_ms / 1000
         if config.timeout_s is not None:
