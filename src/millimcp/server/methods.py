@@ -62,6 +62,7 @@ from millimcp.server.resources import ResourceEntry
 from millimcp.server.tasks import TaskMethods
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, RequestHandler
+from millimcp.tasks import TaskRecord
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
 from millimcp.tensor.extension import capability as tensor_capability
 
@@ -131,9 +132,7 @@ class Methods:
         )
         self.tasks = TaskMethods(config.tasks, self._result_meta)
         """Tool calls as tasks, and ``tasks/get|update|cancel`` (the tasks extension)."""
-        self.tasks.manager.watchers.append(
-            lambda record: notifier.task_changed(detailed(record.detailed()))
-        )
+        self.tasks.manager.watchers.append(self._task_changed)
 
     def __repr__(self) -> str:
         return f"<Methods of {self.info.name!r}>"
@@ -161,6 +160,11 @@ class Methods:
             logging={},
             extensions=self._extensions(),
         )
+
+    def _task_changed(self, record: TaskRecord) -> None:
+        """A task changed here: its status to the listeners that asked (if any listens)."""
+        if len(self.notifier):
+            self.notifier.task_changed(detailed(record.detailed()))
 
     def _extensions(self) -> dict[str, Any] | None:
         extensions: dict[str, Any] = {}

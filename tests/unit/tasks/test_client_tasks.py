@@ -137,3 +137,12 @@ def test_an_inlined_result_without_its_discriminator_reads() -> None:
     result = tool_result({"content": [{"type": "text", "text": "hi"}], "isError": True})
     assert result.is_error
     assert result.content == [TextContent(text="hi")]
+
+
+async def test_a_handshake_era_session_runs_task_tools_synchronously() -> None:
+    server = make_server()
+    async with server.running(), connect(server, era="handshake") as client:
+        task = await client.call_tool("report", {"rows": 2}, as_task=True)
+        assert task.done
+        assert (await task.result()).structured_content == {"rows": 2}
+        assert (await client.call_tool("slow", {"seconds": 0})).text == "slept 0"
