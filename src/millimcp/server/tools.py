@@ -71,6 +71,7 @@ class ToolEntry:
 
     __slots__ = (
         "args",
+        "ask_first",
         "cached",
         "decode",
         "definition",
@@ -85,6 +86,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "task",
         "tensors",
         "text_mirror",
         "timeout",
@@ -102,6 +104,9 @@ class ToolEntry:
         self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
         self.timeout = options.timeout
+        self.task = None if options.task in (None, "never") else options.task
+        """``"optional"`` or ``"required"``: the call may run as a task; None: never."""
+        self.ask_first = options.ask_first
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.decode: Callable[[bytes], dict[str, Any]] = options.arguments or self.args.decode
         """Raw JSON arguments -> keyword arguments (the signature's struct, or ``arguments=``)."""
