@@ -1,9 +1,8 @@
-"""One client per (transport, era): the same requirement runs eight ways.
+"""One client per (transport, era): the same requirement runs six ways.
 
 - ``memory``: :func:`millimcp.testing.connect`, the server's real HTTP front in-process;
 - ``http``: ``python -m millimcp serve`` on 127.0.0.1 (one process for the session) and
-  :meth:`Client.over_http` (its default, native HTTP link);
-- ``aiohttp``: the same server, ``Client.over_http(..., http="aiohttp")``;
+  :meth:`Client.over_http`;
 - ``stdio``: ``python -m millimcp serve --stdio`` as the client's own subprocess.
 
 Each in ``modern`` (2026-07-28) and ``handshake`` (2025-11-25) era, forced on the client.
@@ -18,14 +17,13 @@ from typing import Any
 import pytest
 
 from millimcp import Client
-from millimcp.client.http_choice import HttpKind
 from millimcp.protocol.types import CreateMessageResult, ElicitParams, ElicitResult
 from millimcp.testing import ServedProcess, connect
 from tests.conftest import ROOT, serve_python
 from tests.servers.behaviour_server import server
 
 TARGET = "tests.servers.behaviour_server:server"
-TRANSPORTS = ("memory", "http", "aiohttp", "stdio")
+TRANSPORTS = ("memory", "http", "stdio")
 ERAS = ("modern", "handshake")
 
 
@@ -60,9 +58,8 @@ async def peer(
         async with connect(server, era=era, **HANDLERS) as client:
             yield client
         return
-    if transport in ("http", "aiohttp"):
-        http: HttpKind | None = "aiohttp" if transport == "aiohttp" else None
-        client = Client.over_http(behaviour_http.url("/mcp"), era=era, http=http, **HANDLERS)
+    if transport == "http":
+        client = Client.over_http(behaviour_http.url("/mcp"), era=era, **HANDLERS)
     else:
         argv = ["-m", "millimcp", "serve", TARGET, "--stdio"]
         env = {"PYTHONPATH": str(ROOT)}
