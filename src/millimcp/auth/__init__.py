@@ -6,9 +6,16 @@ and the flow as a state machine (:class:`~millimcp.auth.flow.ClientFlow`) that t
 link drives. Documents (:mod:`~millimcp.auth.metadata`), ``WWW-Authenticate``
 (:mod:`~millimcp.auth.challenge`), URLs (:mod:`~millimcp.auth.urls`), PKCE and scopes are
 plain functions and structs.
+
+Server side: :class:`ProtectedResource` (``Server(..., auth=...)``), :class:`Principal`
+(``ctx.principal``), the :class:`TokenVerifier` protocol and :class:`StaticTokens`,
+:class:`JwtVerifier` and :class:`IntrospectionVerifier` (imported on first use: JWT needs
+joserfc, the ``auth`` extra).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from millimcp.auth.challenge import BearerChallenge, bearer_challenge, parse_bearer
 from millimcp.auth.client_config import (
@@ -26,6 +33,14 @@ from millimcp.auth.metadata import (
     ProtectedResourceMetadata,
     TokenResponse,
 )
+from millimcp.auth.resource import (
+    CURRENT_PRINCIPAL,
+    Principal,
+    ProtectedResource,
+    StaticTokens,
+    TokenVerifier,
+    VerifiedTokens,
+)
 from millimcp.auth.storage import (
     Credentials,
     FileTokenStorage,
@@ -33,7 +48,12 @@ from millimcp.auth.storage import (
     TokenStorage,
 )
 
+if TYPE_CHECKING:
+    from millimcp.auth.introspection import IntrospectionVerifier
+    from millimcp.auth.jwt_verifier import JwtVerifier
+
 __all__ = [
+    "CURRENT_PRINCIPAL",
     "AuthorizationServerMetadata",
     "BearerChallenge",
     "BearerToken",
@@ -43,13 +63,33 @@ __all__ = [
     "Credentials",
     "FileTokenStorage",
     "HeadlessRedirect",
+    "IntrospectionVerifier",
+    "JwtVerifier",
     "LoopbackBrowser",
     "MemoryTokenStorage",
     "OAuth",
+    "Principal",
+    "ProtectedResource",
     "ProtectedResourceMetadata",
     "RedirectHandler",
+    "StaticTokens",
     "TokenResponse",
     "TokenStorage",
+    "TokenVerifier",
+    "VerifiedTokens",
     "bearer_challenge",
     "parse_bearer",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The verifiers load on first use: JwtVerifier brings joserfc (~100 ms of imports).
+    if name == "JwtVerifier":
+        from millimcp.auth.jwt_verifier import JwtVerifier
+
+        return JwtVerifier
+    if name == "IntrospectionVerifier":
+        from millimcp.auth.introspection import IntrospectionVerifier
+
+        return IntrospectionVerifier
+    raise AttributeError(f"module 'millimcp.auth' has no attribute {name!r}")

@@ -56,6 +56,9 @@ class ToolOptions:
     executor: Literal["thread", "process"] = "thread"
     """Where a sync function runs: the server's thread pool, or its process pool (a
     CPU-bound, module-level function that takes no ``Context``)."""
+    scopes: Sequence[str] = ()
+    """OAuth scopes a caller's token needs for this tool (``Server(auth=...)``), besides
+    ``ProtectedResource.required_scopes``: without them, 403 ``insufficient_scope``."""
 
     def __post_init__(self) -> None:
         if self.executor not in ("thread", "process"):

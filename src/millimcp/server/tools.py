@@ -83,6 +83,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "scopes",
         "tensors",
         "text_mirror",
         "timeout",
@@ -100,6 +101,7 @@ class ToolEntry:
         self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
         self.timeout = options.timeout
+        self.scopes: tuple[str, ...] = tuple(options.scopes)
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.invoke = Invoker(
             fn, context_param=self.args.context_param, timeout=self.timeout, process=self.process
