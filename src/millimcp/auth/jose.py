@@ -25,6 +25,9 @@ def joserfc_modules(feature: str) -> tuple[Any, Any]:
 def sign_jwt(claims: dict[str, Any], private_key_pem: str, algorithm: str) -> str:
     """A compact JWS of ``claims`` signed with a PEM private key."""
     jwt, jwk = joserfc_modules("private_key_jwt")
-    key = jwk.import_key(private_key_pem)
+    key_type = {"ES": "EC", "RS": "RSA", "PS": "RSA", "Ed": "OKP"}.get(algorithm[:2])
+    if key_type is None:
+        raise ValueError(f"unsupported signing algorithm {algorithm!r}")
+    key = jwk.import_key(private_key_pem, key_type)
     token: str = jwt.encode({"alg": algorithm, "typ": "JWT"}, claims, key, algorithms=[algorithm])
     return token

@@ -52,8 +52,8 @@ async def serve() -> AsyncIterator[Callable[[Any], Any]]:
     """``url = await serve(app)``: the app served on 127.0.0.1 until the test ends."""
     servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
 
-    async def start(app: Any) -> str:
-        port = free_port()
+    async def start(app: Any, port: int | None = None) -> str:
+        port = port or free_port()
         config = uvicorn.Config(
             app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
         )

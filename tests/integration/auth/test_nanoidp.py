@@ -1,0 +1,139 @@
+"""A real authorization server: nanoidp (PyPI) on a free port, in front of a millimcp server.
+
+nanoidp issues RS256 JWTs whose ``aud`` is the requested ``resource`` (RFC 8707); its persona
+auto-login (``login_hint=persona-auto-login:<user>``) approves the authorization request at
+once, so :class:`~millimcp.auth.HeadlessRedirect` reads the code from the redirect. The
+millimcp server verifies the tokens with :class:`~millimcp.auth.JwtVerifier`, which finds
+nanoidp's JWKS through its RFC 8414 metadata over real HTTP.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from millimcp import Client, Context, Server
+from millimcp.auth import (
+    ClientCredentials,
+    HeadlessRedirect,
+    JwtVerifier,
+    MemoryTokenStorage,
+    OAuth,
+    ProtectedResource,
+)
+from millimcp.testing.processes import free_port, start_subprocess, stop_process
+
+pytestmark = pytest.mark.slow
+
+pytest.importorskip("nanoidp")
+
+SETTINGS = """\
+config_version: 1
+server:
+  host: "127.0.0.1"
+  port: {port}
+oauth:
+  issuer: "http://127.0.0.1:{port}"
+  audience: "default"
+  require_pkce: true
+  dynamic_registration:
+    enabled: true
+  clients:
+    - client_id: "machine"
+      client_secret: "machine-secret"
+login:
+  mode: persona
+  auto_login: true
+"""
+
+
+@pytest.fixture(scope="module")
+def nanoidp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """nanoidp's issuer URL (the process runs for this module)."""
+    config = tmp_path_factory.mktemp("nanoidp") / "config"
+    subprocess.run(
+        [sys.executable, "-m", "nanoidp", "init", str(config)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    port = free_port()
+    (config / "settings.yaml").write_text(SETTINGS.format(port=port))
+    process = start_subprocess(
+        [
+            sys.executable,
+            "-m",
+            "nanoidp",
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        port,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(process)
+
+
+def protected(issuer: str, mcp_url: str) -> Server:
+    server = Server(
+        "orders",
+        auth=ProtectedResource(
+            resource=mcp_url,
+            authorization_servers=[issuer],
+            scopes_supported=["profile"],
+            verifier=JwtVerifier(issuer=issuer, audience=mcp_url),
+        ),
+    )
+
+    @server.tool
+    async def whoami(ctx: Context) -> str:
+        assert ctx.principal is not None
+        return str(ctx.principal.subject)
+
+    return server
+
+
+async def test_millimcp_client_and_server_with_nanoidp(nanoidp: str, serve: Any) -> None:
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    await serve(protected(nanoidp, mcp_url).asgi(), port=port)
+    storage = MemoryTokenStorage()
+    auth = OAuth(
+        client_name="millimcp-tests",
+        redirect=HeadlessRedirect("http://127.0.0.1:9/callback"),
+        authorize_params={"login_hint": "persona-auto-login:admin"},
+        storage=storage,
+    )
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text == "admin"
+    stored = await storage.load(mcp_url)
+    assert stored is not None
+    assert stored.issuer == nanoidp
+    assert stored.client is not None  # registered dynamically with nanoidp
+    # a second client reuses the stored token: no new authorization
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text == "admin"
+    again = await storage.load(mcp_url)
+    assert again is not None
+    assert again.token == stored.token
+
+
+async def test_client_credentials_with_nanoidp(nanoidp: str, serve: Any, tmp_path: Path) -> None:
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    await serve(protected(nanoidp, mcp_url).asgi(), port=port)
+    auth = ClientCredentials(client_id="machine", client_secret="machine-secret")
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text
