@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -137,3 +138,71 @@ async def test_client_credentials_with_nanoidp(nanoidp: str, serve: Any, tmp_pat
     auth = ClientCredentials(client_id="machine", client_secret="machine-secret")
     async with Client.over_http(mcp_url, auth=auth) as client:
         assert (await client.call_tool("whoami", {})).text
+
+
+async def test_the_official_clients_oauth_provider(nanoidp: str, serve: Any) -> None:
+    """mcp 2.3.0's OAuthClientProvider (httpx2 auth) against the millimcp resource server."""
+    import httpx2
+    from mcp import Client as OfficialClient
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthClientMetadata,
+        OAuthToken,
+    )
+
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    await serve(protected(nanoidp, mcp_url).asgi(), port=port)
+
+    class Storage:
+        def __init__(self) -> None:
+            self.tokens: OAuthToken | None = None
+            self.client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    redirected: list[str] = []
+
+    async def redirect(url: str) -> None:  # the persona auto-login answers at once
+        async with httpx2.AsyncClient() as http:
+            response = await http.get(url + "&login_hint=persona-auto-login%3Aadmin")
+        assert response.status_code in (302, 303), response.text[:300]
+        redirected.append(response.headers["location"])
+
+    async def callback() -> AuthorizationCodeResult:
+        query = dict(parse_qsl(urlsplit(redirected[-1]).query))
+        return AuthorizationCodeResult(
+            code=query["code"], state=query.get("state"), iss=query.get("iss")
+        )
+
+    provider = OAuthClientProvider(
+        mcp_url,
+        OAuthClientMetadata(
+            client_name="official-client",
+            redirect_uris=["http://127.0.0.1:9/callback"],
+            grant_types=["authorization_code", "refresh_token"],
+        ),
+        Storage(),
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=provider, timeout=30) as http,
+        OfficialClient(streamable_http_client(mcp_url, http_client=http), mode="auto") as client,
+    ):
+        result = await client.call_tool("whoami", {})
+    assert [getattr(block, "text", None) for block in result.content] == ["admin"]
+    assert redirected
