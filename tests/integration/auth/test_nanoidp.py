@@ -23,6 +23,7 @@ from millimcp.auth import (
     ClientCredentials,
     HeadlessRedirect,
     JwtVerifier,
+    LoopbackBrowser,
     MemoryTokenStorage,
     OAuth,
     ProtectedResource,
@@ -152,6 +153,7 @@ async def test_the_official_clients_oauth_provider(nanoidp: str, serve: Any) -> 
         OAuthClientMetadata,
         OAuthToken,
     )
+    from pydantic import AnyUrl
 
     port = free_port()
     mcp_url = f"http://127.0.0.1:{port}/mcp"
@@ -192,7 +194,7 @@ async def test_the_official_clients_oauth_provider(nanoidp: str, serve: Any) -> 
         mcp_url,
         OAuthClientMetadata(
             client_name="official-client",
-            redirect_uris=["http://127.0.0.1:9/callback"],
+            redirect_uris=[AnyUrl("http://127.0.0.1:9/callback")],
             grant_types=["authorization_code", "refresh_token"],
         ),
         Storage(),
@@ -206,3 +208,34 @@ async def test_the_official_clients_oauth_provider(nanoidp: str, serve: Any) -> 
         result = await client.call_tool("whoami", {})
     assert [getattr(block, "text", None) for block in result.content] == ["admin"]
     assert redirected
+
+
+async def test_a_person_in_the_browser(
+    nanoidp: str, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LoopbackBrowser: the "browser" (urllib, following redirects) lands on the client's
+    loopback listener with the code."""
+    import urllib.request
+    import webbrowser
+
+    opened: list[str] = []
+
+    def browser(url: str) -> bool:
+        opened.append(url)
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert b"close this window" in page.read()
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", browser)
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    await serve(protected(nanoidp, mcp_url).asgi(), port=port)
+    auth = OAuth(
+        client_name="millimcp-browser",
+        redirect=LoopbackBrowser(),
+        authorize_params={"login_hint": "persona-auto-login:testuser"},
+    )
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text == "testuser"
+    assert len(opened) == 1
+    assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in opened[0]
