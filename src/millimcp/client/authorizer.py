@@ -8,7 +8,11 @@ An :class:`Authorizer` is the hook an HTTP link calls; it knows nothing of the l
   with ``insufficient_scope``)?
 - ``await authorizer.challenge(status, www_authenticate, sent)``: run the flow (one at a
   time per authorizer: concurrent requests wait for it, and a request whose token was
-  replaced meanwhile just resends), True when the request should be resent.
+  replaced meanwhile just resends), True when the request should be resent;
+- ``authorizer.exhausted()``: ``max_authorizations`` flows ran in a row and the server still
+  refuses: give up (answer the refusal); ``authorizer.settled()`` after any other answer
+  ends the streak. Counted per authorizer, not per attempt, so that a request the call
+  pipeline retries does not start the count again (a minute after the last flow, it does).
 
 Its own aiohttp session talks to the authorization servers (no redirects followed, bodies
 capped, 30 s per request); :class:`~millimcp.auth.HeadlessRedirect` and
@@ -22,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 import webbrowser
 from collections.abc import Generator
 from typing import Any, Final
@@ -49,6 +54,8 @@ log: Final = logging.getLogger("millimcp.client.auth")
 AuthConfig = OAuth | ClientCredentials | BearerToken
 _MAX_BODY: Final = 1024 * 1024
 _TIMEOUT_S: Final = 30.0
+_STREAK_S: Final = 60.0
+"""After giving up, how long a new challenge is still answered with the refusal."""
 _PAGE: Final = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
     b"<!doctype html><title>Authorized</title><p>Done: you may close this window.</p>"
@@ -75,6 +82,8 @@ class Authorizer:
         self._lock = asyncio.Lock()
         self._session: aiohttp.ClientSession | None = None
         self._listener: socket.socket | None = None
+        self._streak = 0
+        self._last_flow = 0.0
 
     def __repr__(self) -> str:
         return f"<Authorizer {type(self._config).__name__} {self._flow!r}>"
@@ -102,6 +111,17 @@ class Authorizer:
             return bearer is not None and bearer.error == "insufficient_scope"
         return False
 
+    def exhausted(self) -> bool:
+        if self._streak < self.max_authorizations:
+            return False
+        if time.monotonic() - self._last_flow > _STREAK_S:
+            self._streak = 0  # long enough ago: a new operation may authorize again
+            return False
+        return True
+
+    def settled(self) -> None:
+        self._streak = 0
+
     async def challenge(self, status: int, www_authenticate: str | None, sent: str | None) -> bool:
         flow = self._flow
         if flow is None:
@@ -113,6 +133,8 @@ class Authorizer:
                 self._config.redirect, LoopbackBrowser
             ):
                 flow.redirect_uri = self._loopback_uri(self._config.redirect)
+            self._streak += 1
+            self._last_flow = time.monotonic()
             await self._drive(flow.challenged(status, www_authenticate))
             return True
 

@@ -279,11 +279,10 @@ class HttpLink:
         attachment: Attachment | None,
         headers: Mapping[str, str],
     ) -> aiohttp.ClientResponse:
-        """POST with the token; on a challenge run the flow and resend the same request (up
-        to ``max_authorizations`` flows: the server refused before doing anything)."""
+        """POST with the token; on a challenge run the flow and resend the same request (the
+        server refused it before doing anything), until the authorizer is exhausted."""
         auth = self.auth
         assert auth is not None
-        flows = 0
         while True:
             sent = await auth.before()
             data, media_type = post_data(body, attachment)
@@ -294,13 +293,15 @@ class HttpLink:
                 sending["Authorization"] = sent
             response = await self._post(session, data, sending)
             challenge = response.headers.get("WWW-Authenticate")
-            if flows >= auth.max_authorizations or not auth.wants(response.status, challenge):
+            if not auth.wants(response.status, challenge):
+                auth.settled()
+                return response
+            if auth.exhausted():
                 return response
             status = response.status
             # Closed, not pooled: the flow may outlast the server's keep-alive timeout, and a
             # resend on a connection the server closed meanwhile would fail (ECONNRESET).
             response.close()
-            flows += 1
             await auth.challenge(status, challenge, sent)
 
     async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
