@@ -85,7 +85,8 @@ class StaticTokens:
 
 
 class VerifiedTokens:
-    """Verified tokens kept until they expire (at most ``ttl_s``), ``size`` at most (LRU).
+    """Verified tokens kept until they expire (at most ``ttl_s``), ``size`` at most (the
+    oldest entry goes first).
 
     Keyed by a digest of the token, so that the token itself is not kept in memory longer
     than its request. A token the verifier refused is not cached.
@@ -117,7 +118,6 @@ class VerifiedTokens:
         if entry is not None:
             if entry[1] > now:
                 self.hits += 1
-                self._entries.move_to_end(key)
                 return entry[0]
             del self._entries[key]
         self.misses += 1

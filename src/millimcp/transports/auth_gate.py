@@ -124,14 +124,15 @@ class AuthGate:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        root = scope.get("root_path", "")
-        relative = path[len(root) :] if root and path.startswith(root) else path
-        if path in self.metadata_paths or relative in self.metadata_paths:
-            await self.metadata_endpoint(scope, receive, send)
-            return
-        if self._path is not None and relative != self._path and path != self._path:
-            await self.app(scope, receive, send)  # other routes (metrics, 404): not MCP
-            return
+        if path != self._path:  # the endpoint's own path is the hot one: nothing to check
+            root = scope.get("root_path", "")
+            relative = path[len(root) :] if root and path.startswith(root) else path
+            if path in self.metadata_paths or relative in self.metadata_paths:
+                await self.metadata_endpoint(scope, receive, send)
+                return
+            if self._path is not None and relative != self._path:
+                await self.app(scope, receive, send)  # other routes (metrics, 404): not MCP
+                return
         headers = dict(scope["headers"])
         token = _bearer(headers.get(b"authorization"))
         if token is None:
@@ -164,8 +165,8 @@ class AuthGate:
                 return
             if scope["method"] == "DELETE":
                 self._owners.pop(session_id.decode("latin-1"), None)
-        else:
-            send = self._recording(send, principal)
+        elif method_header is None or method_header == b"initialize":
+            send = self._recording(send, principal)  # a response that may open a session
         reset = CURRENT_PRINCIPAL.set(principal)
         try:
             await self.app(scope, receive, send)
@@ -245,6 +246,8 @@ _DESCRIPTIONS: Final = {
 def _bearer(value: bytes | None) -> str | None:
     if value is None:
         return None
+    if value.startswith(b"Bearer ") and b" " not in value[7:]:
+        return value[7:].decode("latin-1") or None
     scheme, _, token = value.decode("latin-1").strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
