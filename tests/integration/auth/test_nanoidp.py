@@ -239,3 +239,51 @@ async def test_a_person_in_the_browser(
         assert (await client.call_tool("whoami", {})).text == "testuser"
     assert len(opened) == 1
     assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in opened[0]
+
+
+async def test_concurrent_calls_share_one_authorization(nanoidp: str, serve: Any) -> None:
+    """Ten calls meet a 401 together (their token revoked): one flow runs, the others wait
+    for it and resend with its token."""
+    import asyncio
+
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    app = protected(nanoidp, mcp_url).asgi()
+    revoked: set[bytes] = set()
+    refused: list[bytes] = []
+
+    async def revoking(scope: Any, receive: Any, send: Any) -> None:
+        headers = scope.get("headers", [])
+        token = dict(headers).get(b"authorization")
+        if token in revoked:  # the gate then answers 401 as for a request without a token
+            refused.append(token)
+            scope = {**scope, "headers": [h for h in headers if h[0] != b"authorization"]}
+        await app(scope, receive, send)
+
+    await serve(revoking, port=port)
+
+    class CountingStorage(MemoryTokenStorage):
+        saves = 0
+
+        async def save(self, resource: str, credentials: Any) -> None:
+            self.saves += 1
+            await super().save(resource, credentials)
+
+    storage = CountingStorage()
+    auth = OAuth(
+        client_name="millimcp-concurrent",
+        redirect=HeadlessRedirect("http://127.0.0.1:9/callback"),
+        authorize_params={"login_hint": "persona-auto-login:admin"},
+        storage=storage,
+    )
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text == "admin"
+        assert storage.saves == 1
+        first = await storage.load(mcp_url)
+        assert first is not None
+        assert first.token is not None
+        revoked.add(b"Bearer " + first.token.access_token.encode())
+        results = await asyncio.gather(*(client.call_tool("whoami", {}) for _ in range(10)))
+    assert [r.text for r in results] == ["admin"] * 10
+    assert len(refused) > 1  # several requests met the 401...
+    assert storage.saves == 2  # ...and one flow (here a refresh) served them all
