@@ -57,6 +57,7 @@ from millimcp.auth.urls import (
     is_loopback,
     prm_urls,
     resource_allowed,
+    same_issuer,
 )
 from millimcp.errors import AuthorizationFailed
 
@@ -212,7 +213,7 @@ class ClientFlow:
                 server = decode_document(AuthorizationServerMetadata, response.body)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue
-            if server.issuer != issuer:
+            if not same_issuer(issuer, server.issuer):
                 continue  # RFC 8414 §3.3: a document for another issuer is not used
             return Discovery(prm, server)
         raise AuthorizationFailed(f"no usable authorization server metadata for {issuer!r}")

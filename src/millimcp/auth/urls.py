@@ -25,6 +25,7 @@ __all__ = [
     "is_loopback",
     "prm_urls",
     "resource_allowed",
+    "same_issuer",
 ]
 
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -94,3 +95,14 @@ def as_metadata_urls(issuer: str) -> list[str]:
             at(path + "/.well-known/openid-configuration"),
         ]
     return [at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")]
+
+
+def same_issuer(asked: str, document: str) -> bool:
+    """RFC 8414 §3.3: the metadata's ``issuer`` is the one its URL was built from. Exact,
+    except that a pathless issuer may carry one trailing ``/`` on either side (what URL
+    libraries such as pydantic's make of ``https://as.example.com``)."""
+    if asked == document:
+        return True
+    if urlsplit(asked).path not in ("", "/") or urlsplit(document).path not in ("", "/"):
+        return False
+    return asked.rstrip("/") == document.rstrip("/") and asked.count("/") <= 3

@@ -287,3 +287,53 @@ async def test_concurrent_calls_share_one_authorization(nanoidp: str, serve: Any
     assert [r.text for r in results] == ["admin"] * 10
     assert len(refused) > 1  # several requests met the 401...
     assert storage.saves == 2  # ...and one flow (here a refresh) served them all
+
+
+async def test_millimcp_client_against_the_official_server(nanoidp: str, serve: Any) -> None:
+    """The official MCPServer with AuthSettings (its tokens checked by an SDK TokenVerifier
+    wrapping millimcp's JwtVerifier), reached by millimcp's OAuth client."""
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
+    from pydantic import AnyHttpUrl
+
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    jwt = JwtVerifier(issuer=nanoidp, audience=mcp_url)
+
+    class Verifier:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            principal = await jwt.verify(token)
+            if principal is None:
+                return None
+            return AccessToken(
+                token=token,
+                client_id=principal.client_id or "unknown",
+                scopes=sorted(principal.scopes),
+                expires_at=int(principal.expires_at or 0) or None,
+                subject=principal.subject,
+            )
+
+    official = MCPServer(
+        "official-protected",
+        token_verifier=Verifier(),
+        auth=AuthSettings(
+            issuer_url=AnyHttpUrl(nanoidp),
+            resource_server_url=AnyHttpUrl(mcp_url),
+            required_scopes=[],
+            validate_token_resource=False,  # the verifier checks the audience itself
+        ),
+    )
+
+    @official.tool()
+    def greet() -> str:
+        return "hello from the official server"
+
+    await serve(official.streamable_http_app(), port=port)
+    auth = OAuth(
+        client_name="millimcp-to-official",
+        redirect=HeadlessRedirect("http://127.0.0.1:9/callback"),
+        authorize_params={"login_hint": "persona-auto-login:admin"},
+    )
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("greet", {})).text == "hello from the official server"

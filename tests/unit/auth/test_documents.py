@@ -155,3 +155,15 @@ async def test_file_storage_is_private_and_survives_a_new_instance(tmp_path: Pat
     assert await FileTokenStorage(path).load("https://h/mcp") is None
     path.write_bytes(b"not json")
     assert await FileTokenStorage(path).load("https://h/mcp") is None
+
+
+def test_same_issuer_is_exact_but_for_a_pathless_trailing_slash() -> None:
+    from millimcp.auth.urls import same_issuer
+
+    assert same_issuer("https://as", "https://as")
+    assert same_issuer("https://as/", "https://as")
+    assert same_issuer("https://as", "https://as/")
+    assert not same_issuer("https://as/t1/", "https://as/t1")
+    assert not same_issuer("https://as", "https://attacker.example.com")
+    assert not same_issuer("https://as", "https://AS")
+    assert not same_issuer("https://as//", "https://as")
