@@ -283,6 +283,7 @@ class HttpLink:
         server refused it before doing anything), until the authorizer is exhausted."""
         auth = self.auth
         assert auth is not None
+        after_flow = False
         while True:
             sent = await auth.before()
             data, media_type = post_data(body, attachment)
@@ -291,7 +292,16 @@ class HttpLink:
                 sending["Content-Type"] = media_type
             if sent is not None:
                 sending["Authorization"] = sent
-            response = await self._post(session, data, sending)
+            try:
+                response = await self._post(session, data, sending)
+            except ConnectionLost:
+                # A flow takes seconds (a person: minutes): the pooled connection the resend
+                # took has idled past the server's keep-alive and been closed under it. Once,
+                # on another connection.
+                if not after_flow:
+                    raise
+                after_flow = False
+                continue
             challenge = response.headers.get("WWW-Authenticate")
             if not auth.wants(response.status, challenge):
                 auth.settled()
@@ -299,10 +309,9 @@ class HttpLink:
             if auth.exhausted():
                 return response
             status = response.status
-            # Closed, not pooled: the flow may outlast the server's keep-alive timeout, and a
-            # resend on a connection the server closed meanwhile would fail (ECONNRESET).
             response.close()
             await auth.challenge(status, challenge, sent)
+            after_flow = True
 
     async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
         if self.auth is None:
