@@ -74,6 +74,9 @@ typecheck: setup
 
 check: test
 
+test-fronts: setup
+	MILLIMCP_HTTP_FRONTS=native $(BIN)/python -m pytest -q tests/integration/http
+
 conformance: setup tools
 	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/integration/conformance
 

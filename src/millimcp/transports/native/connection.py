@@ -130,8 +130,7 @@ class HttpConnection(asyncio.Protocol):
     # -- asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's are not subclasses
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             with contextlib.suppress(OSError):
@@ -173,9 +172,9 @@ class HttpConnection(asyncio.Protocol):
             self.exchange.stop_keepalive()
 
     def eof_received(self) -> bool | None:
-        if self.lingering or (self.current is None and not self.queue):
-            return None  # close
-        return True  # half-closed: answer what was asked, then close
+        # A client that half-closes has gone, as far as HTTP/1.1 knows (uvicorn's reading
+        # too): the connection closes and the handler in flight sees the disconnect.
+        return None
 
     def pause_writing(self) -> None:
         self.write_paused = True
