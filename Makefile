@@ -74,8 +74,9 @@ typecheck: setup
 
 check: test
 
-test-fronts: setup
-	MILLIMCP_HTTP_FRONTS=native $(BIN)/python -m pytest -q tests/integration/http
+test-fronts: setup tools
+	MILLIMCP_HTTP_FRONTS=native MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q \
+		tests/integration/http tests/integration/conformance/test_suite.py
 
 # The hot path's instruction count (callgrind, deterministic) against the committed baseline:
 # fails past +5%. About 60-90 s here, so a target of its own (CI runs it after make test).

@@ -70,8 +70,11 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def conformance_url() -> Iterator[str]:
-    """The conformance fixture server, run as ``python examples/conformance_server.py``."""
-    with serve_python(["examples/conformance_server.py", "--port", "{port}"]) as served:
+    """The conformance fixture server, run as ``python examples/conformance_server.py``
+    (on the first front of ``MILLIMCP_HTTP_FRONTS``: ``make test-fronts`` runs native)."""
+    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
+    command = ["examples/conformance_server.py", "--port", "{port}", "--http", front]
+    with serve_python(command) as served:
         yield f"http://localhost:{served.port}/mcp"
 
 

@@ -39,6 +39,7 @@ MAX_PIPELINED: Final = 16
 """Requests queued behind the one being answered before the connection stops reading."""
 
 _IDLE, _HEAD, _BODY, _BUSY, _LINGER = range(5)
+_NEVER: Final = float("inf")
 _PAUSE_QUEUE: Final = 1
 _PAUSE_WRITE: Final = 2
 
@@ -54,6 +55,7 @@ class Request:
         "chunks",
         "complete",
         "expect",
+        "fields",
         "head_bytes",
         "headers",
         "http10",
@@ -70,6 +72,8 @@ class Request:
     def __init__(self) -> None:
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.fields: dict[bytes, bytes] = {}
+        """The headers as a dict (the last of a repeated name wins, as in ASGI apps)."""
         self.head_bytes = 0
         self.method = "GET"
         self.path = ""
@@ -123,7 +127,8 @@ class HttpConnection(asyncio.Protocol):
         self._pauses = 0
         self._drain: asyncio.Future[None] | None = None
         self._closed: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self.deadline = _NEVER
+        """When the current state's deadline passes (``loop.time()``); see :meth:`expired`."""
         self._state = _IDLE
         self._body_start = 0.0
 
@@ -155,9 +160,7 @@ class HttpConnection(asyncio.Protocol):
         front.connections.discard(self)
         if front.draining and not front.connections:
             front.emptied.set()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self.deadline = _NEVER
         for request in self.queue:
             self.front.held -= request.size
         self.queue.clear()
@@ -426,44 +429,43 @@ class HttpConnection(asyncio.Protocol):
         self._arm(_LINGER)
 
     def _arm(self, state: int) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        """Enter ``state`` and set its deadline (the front's sweep checks it, no timer)."""
         self._state = state
         config = self.config
-        if state == _IDLE:
-            delay = config.keepalive_timeout_s
-        elif state == _HEAD:
-            delay = config.header_timeout_s
-        elif state == _BODY:
-            self._body_start = self.loop.time()
-            delay = min(1.0, config.body_timeout_s)
-        elif state == _LINGER:
-            delay = config.linger_s
-        else:
+        if state == _BUSY:
+            self.deadline = _NEVER
             return
-        self._timer = self.loop.call_later(delay, self._expired)
+        now = self.loop.time()
+        if state == _IDLE:
+            self.deadline = now + config.keepalive_timeout_s
+        elif state == _HEAD:
+            self.deadline = now + config.header_timeout_s
+        elif state == _BODY:
+            self._body_start = now
+            self.deadline = now + min(1.0, config.body_timeout_s)
+        else:
+            self.deadline = now + config.linger_s
 
-    def _expired(self) -> None:
-        self._timer = None
+    def expired(self, now: float) -> None:
+        """The deadline passed (called by the front's sweep)."""
+        self.deadline = _NEVER
         state = self._state
         if state in (_IDLE, _LINGER):
             self.close()
             return
         if state == _BODY:
             request = self.queue[0] if self.queue else self.parsing
-            elapsed = self.loop.time() - self._body_start
+            elapsed = now - self._body_start
             rate = self.config.body_min_rate
             if request is not None and not request.complete:
                 kept = rate > 0 and request.size >= rate * elapsed
-                if elapsed < self.config.body_timeout_s and (rate <= 0 or kept):
-                    self._timer = self.loop.call_later(1.0, self._expired)
-                    return
-                if kept:
-                    self._timer = self.loop.call_later(1.0, self._expired)
+                if kept or (rate <= 0 and elapsed < self.config.body_timeout_s):
+                    self.deadline = now + 1.0  # check the rate again in a second
                     return
             elif request is not None:
                 return
+        elif state == _BUSY:
+            return
         if self.current is None:
             self._refuse_now(error_response(408, "Request Timeout", close=True))
         else:

@@ -61,6 +61,26 @@ class NativeFront:
         self.failures = 0
         self._limit_digits = len(str(self.config.max_body_bytes))
 
+    def sweep(self) -> None:
+        """Act on the connections whose deadline passed (the server calls this on a tick)."""
+        now = self.loop.time()
+        for conn in tuple(self.connections):
+            if conn.deadline <= now:
+                conn.expired(now)
+
+    @property
+    def tick_s(self) -> float:
+        """How often :meth:`sweep` must run: a quarter of the shortest deadline, at most 1 s."""
+        config = self.config
+        shortest = min(
+            config.header_timeout_s,
+            config.body_timeout_s,
+            config.keepalive_timeout_s,
+            config.linger_s,
+            4.0,
+        )
+        return max(0.01, shortest / 4)
+
     def begin_drain(self) -> None:
         """From now on: health 503, new requests 503, answers in flight say ``close``."""
         self.draining = True
@@ -101,7 +121,8 @@ class NativeFront:
                 return
             request.refusal = plain_response(404, b"Not Found", close=not keep)
             return
-        get = dict(request.headers).get
+        fields = request.fields = dict(request.headers)
+        get = fields.get
         method = request.method
         gate = (get(b"host"), get(b"origin"), get(b"content-type"), method)
         app = self.app
@@ -170,7 +191,7 @@ class NativeFront:
             chunks = request.chunks
             body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             headers = request.headers
-            get = dict(headers).get
+            get = request.fields.get
             coding = get(b"content-encoding")
             config = self.config
             if coding is not None and config.decompress_requests:
@@ -211,7 +232,7 @@ class NativeFront:
 
     async def _serve_other(self, conn: HttpConnection, request: Request, close: bool) -> None:
         """GET (open or resume a stream) and DELETE (end a session)."""
-        get = dict(request.headers).get
+        get = request.fields.get
         version = get(b"mcp-protocol-version")
         session = get(b"mcp-session-id")
         mcp = McpHeaders(
@@ -247,7 +268,7 @@ class NativeFront:
         except AttachmentFramingError as exc:
             conn.write(error_response(400, f"Invalid request: {exc}", close=close))
             return
-        get = dict(request.headers).get
+        get = request.fields.get
         exchange = NativeExchange.on(
             conn, self.config, get(b"accept-encoding"), close, request.http10
         )

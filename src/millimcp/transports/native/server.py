@@ -93,8 +93,10 @@ class NativeServer:
 
     def _tick(self) -> None:
         CLOCK.tick()
-        loop = asyncio.get_running_loop()
-        self._ticker = loop.call_at(int(loop.time()) + 1.0, self._tick)
+        front = self.front
+        assert front is not None
+        front.sweep()
+        self._ticker = front.loop.call_later(front.tick_s, self._tick)
 
     @property
     def connections(self) -> int:
