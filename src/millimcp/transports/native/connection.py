@@ -292,6 +292,8 @@ class HttpConnection(asyncio.Protocol):
         """Answer the first queued request when nothing is being answered."""
         if self.current is not None or self.lost or self.lingering:
             return
+        if self.transport is None or self.transport.is_closing():
+            return
         queue = self.queue
         while queue:
             request = queue[0]
@@ -351,9 +353,9 @@ class HttpConnection(asyncio.Protocol):
         self._kick()
 
     def write(self, data: bytes) -> None:
-        if not self.lost:
-            assert self.transport is not None
-            self.transport.write(data)
+        transport = self.transport
+        if not self.lost and transport is not None and not transport.is_closing():
+            transport.write(data)
 
     async def drain(self) -> None:
         """Wait until the write buffer is under its low-water mark (or the client left);

@@ -164,20 +164,36 @@ async def serve_native(
             loop.add_signal_handler(signum, stop.set)
     server = NativeServer(app, host=host, port=port, ssl_context=ssl_context, reuse_port=reuse_port)
     context = lifespan() if lifespan is not None else contextlib.nullcontext()
-    async with context:
-        await server.start()
-        if announce:
-            scheme = "https" if ssl_context is not None else "http"
-            path = app.config.path or "/"
-            print(
-                f"millimcp: serving {scheme}://{host}:{server.port}{path} (native, pid "
-                f"{os.getpid()}); Ctrl-C or SIGTERM to stop",
-                file=sys.stderr,
-                flush=True,
-            )
-        await stop.wait()
-        await server.drain()
+    try:
+        async with context:
+            await _serve_until(server, stop, app, host, ssl_context, announce)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
     return 0
+
+
+async def _serve_until(
+    server: NativeServer,
+    stop: asyncio.Event,
+    app: StreamableHTTPApp,
+    host: str,
+    ssl_context: ssl.SSLContext | None,
+    announce: bool,
+) -> None:
+    await server.start()
+    if announce:
+        scheme = "https" if ssl_context is not None else "http"
+        path = app.config.path or "/"
+        print(
+            f"millimcp: serving {scheme}://{host}:{server.port}{path} (native, pid "
+            f"{os.getpid()}); Ctrl-C or SIGTERM to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+    await stop.wait()
+    await server.drain()
 
 
 def run_native(
