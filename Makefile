@@ -81,7 +81,7 @@ test-fronts: setup tools
 # The hot path's instruction count (callgrind, deterministic) against the committed baseline:
 # fails past +5%. About 60-90 s here, so a target of its own (CI runs it after make test).
 perf: setup system-tools
-	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native \
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native --calls 400 \
 		--check benchmarks/baselines/instructions.json
 
 conformance: setup tools
