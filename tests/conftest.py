@@ -62,9 +62,11 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``."""
+    """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``
+    (on the first front of ``MILLIMCP_HTTP_FRONTS``; tests/integration/http runs each)."""
+    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
     command = ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", "{port}"]
-    with serve_python(command) as served:
+    with serve_python([*command, "--http", front]) as served:
         yield served.url()
 
 
