@@ -36,11 +36,24 @@ async def echo(text: str) -> str:
     return text
 
 
+_sleeping = [0]
+
+
 @server.tool()
 async def sleep(ms: int) -> str:
     """Sleep ``ms`` milliseconds, then say so."""
-    await asyncio.sleep(ms / 1000)
+    _sleeping[0] += 1
+    try:
+        await asyncio.sleep(ms / 1000)
+    finally:
+        _sleeping[0] -= 1
     return f"slept {ms}"
+
+
+@server.tool()
+async def sleeping() -> int:
+    """How many ``sleep`` calls are in progress."""
+    return _sleeping[0]
 
 
 def rss_bytes() -> int:

@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from millimcp.errors import InvalidRequest, ProtocolError
 from millimcp.observe import TRACE
 from millimcp.protocol import encode_error
-
-if TYPE_CHECKING:
-    from millimcp.transports.http import HttpConfig
 
 __all__ = [
     "PREALLOCATE",
@@ -54,6 +51,21 @@ Send = Callable[[Message], Awaitable[None]]
 PREALLOCATE: Final = 1024 * 1024
 """The most a declared ``Content-Length`` allocates before its bytes arrive."""
 _JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+
+
+class HttpConfig(Protocol):
+    """The settings read here (:class:`millimcp.transports.http.HttpConfig` has them)."""
+
+    @property
+    def body_timeout_s(self) -> float: ...
+    @property
+    def body_min_rate(self) -> int: ...
+    @property
+    def linger_bytes(self) -> int: ...
+    @property
+    def linger_s(self) -> float: ...
+
+
 _CLOSE: Final = (b"connection", b"close")
 _RETRY_AFTER: Final = (b"retry-after", b"1")
 

@@ -11,13 +11,10 @@ its session. The readiness route (``HttpConfig.health_path``) answers 200 until 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from millimcp.protocol import McpHeaders
 from millimcp.transports.body import error
-
-if TYPE_CHECKING:
-    from millimcp.transports.http import Exchange, MessageHandler, StreamableHTTPApp
 
 __all__ = ["DrainingHandler", "health_route"]
 
@@ -27,6 +24,27 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+
+class Exchange(Protocol):
+    """What is used here of :class:`millimcp.transports.http.Exchange`."""
+
+    started: bool
+
+    @property
+    def _send(self) -> Send: ...
+
+
+class Deleter(Protocol):
+    """The part of a :class:`~millimcp.transports.http.MessageHandler` still served."""
+
+    async def handle_delete(self, headers: McpHeaders, exchange: Any) -> None: ...
+
+
+class Drainable(Protocol):
+    @property
+    def draining(self) -> bool: ...
+
+
 _DRAINING: Final = [(b"retry-after", b"1"), (b"connection", b"close")]
 _TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
 
@@ -34,7 +52,7 @@ _TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
 class DrainingHandler:
     """The handler of an app that is shutting down (wraps the one it had)."""
 
-    def __init__(self, inner: MessageHandler) -> None:
+    def __init__(self, inner: Deleter) -> None:
         self.inner = inner
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
@@ -50,7 +68,7 @@ class DrainingHandler:
         await self.inner.handle_delete(headers, exchange)
 
 
-def health_route(app: StreamableHTTPApp) -> Route:
+def health_route(app: Drainable) -> Route:
     """The readiness endpoint of ``app``: 200 ``ok`` while it serves, 503 once draining."""
 
     async def health(scope: Scope, receive: Receive, send: Send) -> None:

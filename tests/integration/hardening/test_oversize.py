@@ -59,7 +59,9 @@ def test_http_client_reads_the_413(front: Front, over: int, close: bool) -> None
     assert_refused(response.status, response.read())
     if not close:
         connection.request("POST", "/mcp", body=b"{}", headers=JSON)
-        assert connection.getresponse().status == 400  # answered on the same connection
+        with connection.getresponse() as again:
+            assert again.status == 400  # answered on the same connection
+            again.read()
     connection.close()
     front.works()
 
