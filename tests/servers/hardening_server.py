@@ -3,7 +3,8 @@
 ``python tests/servers/hardening_server.py --port N [--front uvicorn]``: small tools
 (``echo``, ``sleep``, ``mem`` for the process's RSS), the readiness endpoint at
 ``/healthz``, and limits small enough for tests to reach: a 4 MiB body limit (the
-default), a 3 s body timeout, a 5 s grace period. ``--front`` picks the HTTP front; a
+default), 2 s for headers and for an idle connection, a 3 s body timeout, a 5 s grace
+period. ``--front`` picks the HTTP front; a
 second front (the native one) is added to :data:`FRONTS` and to the fixture's parameters.
 """
 
@@ -22,6 +23,8 @@ server = Server("hardening-test-server", config=ServerConfig(state_key=b"h" * 32
 
 HTTP = HttpConfig(
     health_path="/healthz",
+    header_timeout_s=2.0,
+    keepalive_timeout_s=2.0,
     body_timeout_s=3.0,
     body_min_rate=16 * 1024,
     linger_s=5.0,

@@ -73,7 +73,7 @@ def run_app(
             port=port,
             workers=workers if isinstance(app, str) else None,
             loop="uvloop" if _has("uvloop") else "asyncio",
-            http="httptools" if _has("httptools") else "h11",
+            http=_protocol(limits.header_timeout_s, workers if isinstance(app, str) else 1),
             access_log=False,
             log_level=log_level,
             timeout_keep_alive=max(1, round(keepalive)),
@@ -137,6 +137,17 @@ def _bind(host: str, port: int) -> socket.socket:
         raise ConfigurationError(f"cannot listen on {host}:{port}: {reason}") from None
     sock.set_inheritable(True)
     return sock
+
+
+def _protocol(header_timeout_s: float, workers: int) -> Any:
+    """uvicorn's HTTP protocol: httptools with the header deadline where it can be had."""
+    if not _has("httptools"):
+        return "h11"
+    if workers > 1:  # the workers are spawned: the protocol is named, not a class
+        return "httptools"
+    from millimcp.server.graceful import deadline_protocol
+
+    return deadline_protocol(header_timeout_s)
 
 
 def _announce(banner: str | None) -> None:
