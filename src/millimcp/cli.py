@@ -107,6 +107,11 @@ def _main(argv: list[str]) -> int:
         metavar="SECONDS",
         help="on SIGTERM/SIGINT, how long calls in progress get to finish (default 30)",
     )
+    serve.add_argument(
+        "--health-path",
+        metavar="PATH",
+        help="readiness endpoint (e.g. /healthz): 200 while serving, 503 once draining",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve" and (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
@@ -152,7 +157,9 @@ def _serve_http(args: argparse.Namespace) -> None:
     server = load_target(args.target)
     if not callable(getattr(server, "asgi", None)):
         raise ConfigurationError(f"{args.target!r} is not a millimcp Server")
-    config = HttpConfig(path=args.path, graceful_timeout_s=args.graceful_timeout)
+    config = HttpConfig(
+        path=args.path, graceful_timeout_s=args.graceful_timeout, health_path=args.health_path
+    )
     run_app(server.asgi(http=config), **options)
 
 

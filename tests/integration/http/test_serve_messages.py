@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -26,6 +27,7 @@ def test_start_line_then_a_clean_stop() -> None:
     port = free_port()
     env = {**os.environ, **PYTHON_ENV}
     command = [*SERVE, "tests.servers.basic_server:server", "--port", str(port)]
+    command += ["--health-path", "/healthz", "--graceful-timeout", "5"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_port(port, process, 30)
@@ -34,6 +36,8 @@ def test_start_line_then_a_clean_stop() -> None:
         assert line == (
             f"millimcp: serving http://127.0.0.1:{port}/mcp (Ctrl-C or SIGTERM to stop)"
         )
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ready:
+            assert ready.read() == b"ok\n"
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
