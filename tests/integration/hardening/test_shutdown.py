@@ -45,6 +45,7 @@ async def test_sigterm_lets_calls_in_flight_finish(fresh_front: Front) -> None:
         results = await asyncio.gather(*calls)
         assert results == ["slept 200"] * IN_FLIGHT
         stream = (await asyncio.wait_for(listen.read(), 10)).decode()  # ends, cleanly
+        listen.release()
         assert '"id":9' in stream.replace(" ", "")  # the listen request's final result
         after = await late_call(url)
         assert after in ("503", "refused"), after
