@@ -47,6 +47,14 @@ class Lifecycle(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.app.handler.close()
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:  # the sessions' background sweeper
+            task.cancel()
+
+        async def finish() -> None:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        self.loop.run_until_complete(finish())
         self.loop.close()
 
     def request(
