@@ -102,3 +102,39 @@ def test_cli_mistakes_are_one_line(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert says in err
+
+
+async def test_uvicorn_in_process_times_out_slow_headers_then_drains(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The real uvicorn server in this process: the start line, a 408 for headers that do
+    not finish, an idle connection closed, then the first signal drains and stops it."""
+    served = app(health_path="/healthz")
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        served,
+        http=deadline_protocol(0.3),
+        lifespan="on",
+        log_level="critical",
+        timeout_keep_alive=1,
+    )
+    server = GracefulServer(config)
+    server.banner = "started"
+    running = asyncio.create_task(server.serve(sockets=[sock]))
+    for _ in range(1000):
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    assert capsys.readouterr().err == "started\n"
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more
+    assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.1 408 ")
+    writer.close()
+    idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+    assert await asyncio.wait_for(idle_reader.read(), 10) == b""  # closed, never spoken to
+    idle_writer.close()
+    server.handle_exit(signal.SIGTERM, None)
+    await asyncio.wait_for(running, 10)
+    assert served.draining
+    assert server._captured_signals == []  # the process will not die of the signal
