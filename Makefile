@@ -17,7 +17,7 @@ export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 # apt-get as root, else through sudo (system-tools).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean test-fronts perf
+.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean test-fronts perf fuzz
 
 setup: $(BIN)/.installed
 
@@ -103,6 +103,15 @@ $(BIN)/.demo-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test $(BIN)/.installed -nt pyproject.toml || $(BIN)/python -m pip install --quiet -e '.[demo,lab]'
 	touch $@
+
+# Coverage-guided fuzzing (atheris) of the request decoder, the tensor framing and the SSE
+# parser, FUZZ_SECONDS each; a crash is written to tests/fuzz/crashes/ (tests/fuzz/).
+FUZZ_SECONDS ?= 30
+fuzz: setup
+	$(BIN)/python -m pip install --quiet -e '.[fuzz]'
+	for target in request_decoder tensor_framing sse_parser; do \
+		$(BIN)/python -m tests.fuzz.atheris_run $$target --seconds $(FUZZ_SECONDS) || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

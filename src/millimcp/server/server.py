@@ -382,14 +382,18 @@ class Server:
         if self.auth is not None:
             return self._protected(config, metrics_path)
         if metrics_path is None:
-            return StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
+            return app
         from millimcp.observe.prometheus import MetricsApp, probed
 
         if config.path is None:  # every path is the endpoint's: the metrics go in front
             app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
             return MetricsApp(app, metrics_path)
         # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
         app = StreamableHTTPApp(self.endpoint(), config, lifespan=probed(self.running))
+        app.on_drain.append(self.end_streams)
         app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
 
@@ -462,6 +466,13 @@ class Server:
             await methods.tasks.manager.close()
             if self._cache is not None:
                 await self._cache.close()
+
+    def end_streams(self) -> None:
+        """End every ``subscriptions/listen`` stream and handshake-era GET stream with its
+        clean close, keeping sessions and calls in progress (the start of a drain)."""
+        self._notifier.close()
+        for endpoint in self._endpoints:
+            endpoint.sessions.end_streams()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the pools."""
