@@ -44,6 +44,8 @@ TARGETS = {
     # Observability on (benchmarks/README.md, "Observability overhead"):
     "millimcp_timed": HERE / "servers" / "millimcp_timed.py",
     "millimcp_observed": HERE / "servers" / "millimcp_observed.py",
+    # Server(auth=...), a cached JWT on every request (benchmarks/README.md, "Auth overhead"):
+    "millimcp_jwt": HERE / "servers" / "millimcp_jwt.py",
     # The same app on the native front, fed request bytes in-process (HTTP parsing included,
     # which the ASGI targets leave to the HTTP server): see drive_native.
     "millimcp_native": HERE / "servers" / "millimcp_echo.py",
@@ -63,8 +65,9 @@ HEADERS = [
 ]
 
 
-async def drive(app: Any, calls: int) -> None:
-    """Start the app's lifespan, make ``calls`` requests, check the last, shut down."""
+async def drive(app: Any, calls: int, extra_headers: Any = ()) -> None:
+    """Start the app's lifespan, make ``calls`` requests, check the last, shut down.
+    ``extra_headers`` go with every request (a target's ``HEADERS``: ``Authorization``)."""
     lifespan: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     started = asyncio.Event()
     stopped = asyncio.Event()
@@ -94,7 +97,7 @@ async def drive(app: Any, calls: int) -> None:
         "raw_path": b"/mcp",
         "root_path": "",
         "query_string": b"",
-        "headers": HEADERS,
+        "headers": [*HEADERS, *extra_headers],
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 8000),
         "state": {},
@@ -175,7 +178,10 @@ def child(target: str, calls: int) -> None:
     spec.loader.exec_module(module)
     import uvloop
 
-    uvloop.run((drive_native if target == "millimcp_native" else drive)(module.app, calls))
+    if target == "millimcp_native":
+        uvloop.run(drive_native(module.app, calls))
+    else:
+        uvloop.run(drive(module.app, calls, getattr(module, "HEADERS", ())))
 
 
 def instructions(target: str, calls: int) -> int:

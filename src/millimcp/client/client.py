@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Unpack, overload
 
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
@@ -51,6 +51,9 @@ from millimcp.protocol.types import (
     narrow_blocks,
 )
 from millimcp.resilience.policy import Limits, Retry, Timeout
+
+if TYPE_CHECKING:
+    from millimcp.client.authorizer import AuthConfig
 
 __all__ = ["Client"]
 
@@ -125,9 +128,13 @@ class Client:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
+        auth: AuthConfig | None = None,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
         aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
+
+        ``auth`` (``docs/auth.md``): :class:`~millimcp.auth.OAuth`,
+        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`.
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
         aiohttp (an ``ssl.SSLContext``, or False to skip verification).
@@ -153,6 +160,11 @@ class Client:
 
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
+        authorizer = None
+        if auth is not None:
+            from millimcp.client.authorizer import Authorizer
+
+            authorizer = Authorizer(auth, url, ssl=ssl)
         link = HttpLink(
             url,
             limits=limits,
@@ -162,6 +174,7 @@ class Client:
             ssl=ssl,
             tensors=tensors and tensors_available(),
             max_attachment_bytes=max_attachment_bytes or DEFAULT_MAX_ATTACHMENT_BYTES,
+            auth=authorizer,
         )
         return cls(
             link,

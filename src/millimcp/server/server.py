@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
+from millimcp.auth.resource import ProtectedResource
 from millimcp.cache import Cache, CacheStore
 from millimcp.protocol import RequestStateSealer
 from millimcp.protocol.types import (
@@ -75,8 +76,12 @@ class Server:
         website_url: str | None = None,
         config: ServerConfig | None = None,
         lifespan: Lifespan | None = None,
+        auth: ProtectedResource | None = None,
     ) -> None:
         self.config = config or ServerConfig()
+        self.auth = auth
+        """The endpoint is a protected resource (``docs/auth.md``): HTTP requests need a
+        bearer token its verifier accepts; stdio stays credential-free."""
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
@@ -162,6 +167,7 @@ class Server:
         invalidates: Sequence[str] = (),
         concurrency: ConcurrencyLimit | None = None,
         executor: Literal["thread", "process"] = "thread",
+        scopes: Sequence[str] = (),
         task: TaskMode | None = None,
         ask_first: dict[str, InputRequest] | None = None,
     ) -> Callable[[F], F]: ...
@@ -373,6 +379,8 @@ class Server:
 
             install()
         metrics_path = self.config.metrics_path
+        if self.auth is not None:
+            return self._protected(config, metrics_path)
         if metrics_path is None:
             app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
             app.on_drain.append(self.end_streams)
@@ -388,6 +396,26 @@ class Server:
         app.on_drain.append(self.end_streams)
         app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
+
+    def _protected(self, config: HttpConfig, metrics_path: str | None) -> Any:
+        """The endpoint behind the auth gate (imported only when auth is configured)."""
+        from millimcp.transports.auth_gate import AuthGate
+
+        assert self.auth is not None
+        app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+        if metrics_path is not None:
+            from millimcp.observe.prometheus import MetricsApp
+
+            app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
+        return AuthGate(
+            app, self.auth, scopes_for=self._scopes_for, max_body_bytes=config.max_body_bytes
+        )
+
+    def _scopes_for(self, method: str, name: str) -> Sequence[str]:
+        if method != "tools/call":
+            return ()
+        entry = self._tool_registry.get(name)
+        return entry.scopes if entry is not None else ()
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any

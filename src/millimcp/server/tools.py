@@ -86,6 +86,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "scopes",
         "task",
         "tensors",
         "text_mirror",
@@ -104,6 +105,7 @@ class ToolEntry:
         self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
         self.timeout = options.timeout
+        self.scopes: tuple[str, ...] = tuple(options.scopes)
         self.task = None if options.task in (None, "never") else options.task
         """``"optional"`` or ``"required"``: the call may run as a task; None: never."""
         self.ask_first = options.ask_first
