@@ -94,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=float, default=6.0)
-    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--warmup", type=float, default=4.0, help="seconds (the batcher learns)")
     parser.add_argument("--callers", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--models", nargs="+", choices=sorted(SHAPES), default=["cnn", "mlp"])
     parser.add_argument("--device", default="auto")

@@ -139,7 +139,7 @@ class AdaptivePolicy:
         objective: float | None = None,
         min_gain: float = 0.03,
         probe_every: int = 256,
-        samples: int = 3,
+        samples: int = 2,
     ) -> None:
         self.max_rows = max_rows
         self.objective = objective
