@@ -76,6 +76,7 @@ class Client:
         client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
         tensors: bool = True,
         tensor_type: TensorType | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> None:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
@@ -91,6 +92,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=bool(shared_memory),
         )
         self._pipeline = self._core.pipeline
         self._catalog = self._core.catalog
@@ -120,6 +122,7 @@ class Client:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
         aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
@@ -132,7 +135,9 @@ class Client:
         ``tensors=False`` stops declaring ``dev.millimcp/tensor`` (no raw bytes: base64
         blobs both ways); ``tensor_type`` (``"numpy"``/``"torch"``) is what result tensors
         decode to (default: the library of the call's first tensor argument, else numpy);
-        ``max_attachment_bytes`` caps a raw reply (256 MiB).
+        ``max_attachment_bytes`` caps a raw reply (256 MiB). ``shared_memory="auto"``: when the
+        server runs on this host (it opens a probe segment this client makes), tensors travel
+        through ``/dev/shm`` segments instead of the socket; anywhere else, raw bytes as usual.
         """
         from millimcp.client.http_reply import (
             DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -171,6 +176,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=shared_memory,
         )
 
     @classmethod
@@ -310,29 +316,34 @@ class Client:
         attachment = None if tensor_call is None else tensor_call.parts
         params = {"name": name, "arguments": {} if arguments is None else arguments}
         deadline = self._per_call(timeout)
-        for resend in (False, True):
-            try:
-                result, received = await self._pipeline.call_with_attachment(
-                    "tools/call",
-                    params,
-                    _CALL,
-                    name=name,
-                    extra_headers=extra,
-                    idempotent=bool(idempotent),
-                    timeout=deadline,
-                    on_progress=on_progress,
-                    attachment=attachment,
-                )
-                break
-            except HeaderMismatch:
-                if resend or not http or not arguments:
-                    raise
-                self._lists.invalidate("tools")
-                await self.list_tools()
-                info = self._catalog.tools.get(name)
-                if info is None or not info.headers:
-                    raise
-                extra = param_headers(info.headers, arguments)
+        try:
+            for resend in (False, True):
+                try:
+                    result, received = await self._pipeline.call_with_attachment(
+                        "tools/call",
+                        params,
+                        _CALL,
+                        name=name,
+                        extra_headers=extra,
+                        idempotent=bool(idempotent),
+                        timeout=deadline,
+                        on_progress=on_progress,
+                        attachment=attachment,
+                    )
+                    break
+                except HeaderMismatch:
+                    if resend or not http or not arguments:
+                        raise
+                    self._lists.invalidate("tools")
+                    await self.list_tools()
+                    info = self._catalog.tools.get(name)
+                    if info is None or not info.headers:
+                        raise
+                    extra = param_headers(info.headers, arguments)
+        except BaseException:
+            if tensor_call is not None:
+                tensor_call.release()  # freed by decode otherwise
+            raise
         content = narrow_blocks(result.content)
         return ToolResult(
             content,

@@ -35,11 +35,27 @@ import os
 import re
 import secrets
 import stat
+import time
 from typing import Final
 
 from millimcp.errors import TensorFormatError
 
-__all__ = ["DIRECTORY", "PREFIX", "Segment", "available", "segment_name", "sweep"]
+__all__ = [
+    "DIRECTORY",
+    "PREFIX",
+    "SCHEME",
+    "Segment",
+    "available",
+    "create_probe",
+    "segment_name",
+    "sweep",
+    "sweep_now_and_then",
+    "verify_probe",
+]
+
+SCHEME: Final = "shm:"
+"""The URI scheme of a tensor in a segment: ``shm:<segment name>#<tensor name>``."""
+PROBE_BYTES: Final = 16
 
 DIRECTORY: Final = "/dev/shm"
 PREFIX: Final = "millimcp-"
@@ -147,8 +163,8 @@ class Segment:
         this process owns the segment, free its name."""
         if self.owned:
             self.unlink()
-        self.view.release()
-        with contextlib.suppress(BufferError):  # a tensor still views it: freed with it
+        with contextlib.suppress(BufferError):  # a tensor still views it: unmapped with it
+            self.view.release()
             self._map.close()
 
     def __enter__(self) -> Segment:
@@ -198,3 +214,48 @@ def _directory() -> int:
 def _unlink(name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=_directory())
+
+
+# -- proving one host: the client creates a probe segment, the server opens it ------------------
+
+
+def create_probe() -> tuple[Segment, str]:
+    """A small segment holding a random token, and the token (hex): a peer that can open the
+    segment by name and read the same token shares this host and this user."""
+    token = secrets.token_bytes(PROBE_BYTES)
+    segment = Segment.create(PROBE_BYTES)
+    segment.view[:] = token
+    return segment, token.hex()
+
+
+_VERIFIED: Final[dict[tuple[str, str], bool]] = {}
+
+
+def verify_probe(name: object, token: object) -> int | None:
+    """The pid of a same-host peer whose probe segment ``name`` holds ``token``, else None
+    (another host, a forged name, a wrong token). Results are remembered (1,024 at most)."""
+    if not isinstance(name, str) or not isinstance(token, str) or not available():
+        return None
+    key = (name, token)
+    known = _VERIFIED.get(key)
+    if known is None:
+        try:
+            with Segment.attach(name, PROBE_BYTES, max_bytes=PROBE_BYTES) as probe:
+                known = secrets.compare_digest(probe.view.hex(), token)
+        except TensorFormatError:
+            known = False
+        if len(_VERIFIED) >= 1024:
+            _VERIFIED.clear()
+        _VERIFIED[key] = known
+    return owner_of(name) if known else None
+
+
+_last_sweep = [0.0]
+
+
+def sweep_now_and_then(every: float = 1.0) -> None:
+    """:func:`sweep`, at most once per ``every`` seconds (called on each exchange)."""
+    now = time.monotonic()
+    if now - _last_sweep[0] >= every:
+        _last_sweep[0] = now
+        sweep()

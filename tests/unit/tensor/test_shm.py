@@ -81,7 +81,7 @@ def test_forged_sizes_are_refused() -> None:
                 Segment.attach(segment.name, size, max_bytes=1 << 31)
         for size, match in ((0, "positive"), (-1, "positive"), (True, "positive")):
             with pytest.raises(TensorFormatError, match=match):
-                Segment.attach(segment.name, size, max_bytes=1 << 20)  # type: ignore[arg-type]
+                Segment.attach(segment.name, size, max_bytes=1 << 20)
         with pytest.raises(TensorFormatError, match="more than 1024"):
             Segment.attach(segment.name, 4096, max_bytes=1024)
         with Segment.attach(segment.name, 4096, max_bytes=4096) as again:
