@@ -72,6 +72,9 @@ MEDIA_TYPE: Final = "application/x-safetensors"
 """``millimcp.tensor.MEDIA_TYPE``, likewise."""
 _CID: Final = "cid:"
 _SHM: Final = "shm:"
+REPLY_BYTES: Final = 16 << 20
+"""Bytes of each result segment a shared-memory client keeps (pages are only allocated when
+written; larger results come in a segment of their own)."""
 _PLAIN: Final = frozenset({str, int, float, bool, type(None), list})
 
 
@@ -102,20 +105,24 @@ class TensorCall:
     """One ``tools/call`` with tensor arguments: what its result decodes to, and (raw) the
     attachment to send with it."""
 
-    __slots__ = ("kind", "parts", "segment")
+    __slots__ = ("kind", "parts", "pool", "segment")
 
-    def __init__(self, kind: Kind, parts: list[Any] | None, segment: Any = None) -> None:
+    def __init__(
+        self, kind: Kind, parts: list[Any] | None, segment: Any = None, pool: Any = None
+    ) -> None:
         self.kind: Kind = kind
         self.parts = parts
         """The request's attachment (a tensor document as buffers), or None (base64)."""
         self.segment = segment
-        """The shared-memory segment holding the argument tensors (freed by :meth:`release`)."""
+        """The shared-memory segment holding the argument tensors (given back to ``pool`` by
+        :meth:`release`)."""
+        self.pool = pool
 
     def release(self) -> None:
-        """Free the arguments' segment, if any: the server is done with it."""
+        """Give the arguments' segment back, if any: the server is done with it."""
         segment, self.segment = self.segment, None
         if segment is not None:
-            segment.close()
+            self.pool.give(segment)
 
     def __repr__(self) -> str:
         sent = 0 if self.parts is None else sum(len(p) for p in self.parts)
@@ -125,7 +132,16 @@ class TensorCall:
 class ClientTensors:
     """The client's tensor codec: arguments out, result tensors in."""
 
-    __slots__ = ("_probe", "declare", "limits", "shared_memory", "tensor_type")
+    __slots__ = (
+        "_arguments",
+        "_probe",
+        "_received",
+        "_replies",
+        "declare",
+        "limits",
+        "shared_memory",
+        "tensor_type",
+    )
 
     def __init__(
         self,
@@ -144,6 +160,12 @@ class ClientTensors:
         """Caps for tensor documents (``millimcp.tensor.TensorLimits``; None: the defaults)."""
         self.shared_memory = shared_memory and declare
         self._probe: Any = None
+        self._arguments: Any = None
+        """Segments for argument tensors, reused call after call (``shm.SegmentPool``)."""
+        self._replies: Any = None
+        """Segments the server fills with results, declared in the capability."""
+        self._received: set[str] = set()
+        """Result segments decoded whose tensors may still be in use."""
 
     def __repr__(self) -> str:
         return f"<ClientTensors declare={self.declare} tensor_type={self.tensor_type}>"
@@ -159,13 +181,19 @@ class ClientTensors:
             return {EXTENSION: {}}
         shm.sweep()  # segments of earlier clients that died
         self._probe, token = shm.create_probe()
-        return {EXTENSION: {"sharedMemory": {"probe": self._probe.name, "token": token}}}
+        self._arguments = shm.SegmentPool(keep=4)
+        self._replies = shm.SegmentPool(keep=4, capacity=REPLY_BYTES)
+        names = [segment.name for segment in self._replies.reserve()]
+        offer = {"probe": self._probe.name, "token": token, "replyTo": names}
+        return {EXTENSION: {"sharedMemory": {**offer, "replyBytes": REPLY_BYTES}}}
 
     def close(self) -> None:
-        """Free the probe segment."""
+        """Free the probe and the pooled segments."""
         probe, self._probe = self._probe, None
         if probe is not None:
             probe.close()
+            self._arguments.close()
+            self._replies.close()
 
     def prepare(
         self,
@@ -194,7 +222,7 @@ class ClientTensors:
         if raw and self._probe is not None and _offers_shared_memory(extensions):
             encoded, parts = _tensor()[1].encode_arguments(arguments, True)
             assert parts is not None
-            return _into_segment(encoded, parts, kind)
+            return _into_segment(encoded, parts, kind, self._arguments)
         encoded, parts = _tensor()[1].encode_arguments(arguments, raw)
         return encoded, TensorCall(kind, parts)
 
@@ -210,6 +238,8 @@ class ClientTensors:
         ``application/x-safetensors`` blobs. Frees the call's argument segment, if any."""
         if call is not None and call.segment is not None:
             call.release()
+        if self._received:
+            self._replies.reclaim(self._received)  # results no longer used: refillable
         out: dict[str, Any] | None = None
         shared: dict[str, Any] | None = None
         segments: dict[str, dict[str, Any]] | None = None
@@ -259,15 +289,22 @@ class ClientTensors:
         tensors = segments.get(segment_name)
         if tensors is None:
             meta = (block.meta or {}).get(EXTENSION) or {}
-            limits = self.limits or _tensor()[2].DEFAULT_LIMITS
-            cap = 8 + limits.max_header_bytes + limits.max_bytes
-            segment = _shm().Segment.attach(
-                segment_name, meta.get("segmentBytes"), max_bytes=cap, claim=True
-            )
-            try:
-                tensors = _unpack(segment.view, kind, self.limits)
-            finally:
-                segment.close()  # unmapped when the last tensor viewing it goes
+            pooled = self._replies.find(segment_name)
+            if pooled is not None:  # one of ours, refilled: views of it, freed when unused
+                self._received.add(segment_name)
+                tensors = _unpack(pooled.document(meta.get("documentBytes")), kind, self.limits)
+            else:
+                limits = self.limits or _tensor()[2].DEFAULT_LIMITS
+                cap = _shm().HEADER_BYTES + 8 + limits.max_header_bytes + limits.max_bytes
+                segment = _shm().Segment.attach(
+                    segment_name, meta.get("segmentBytes"), max_bytes=cap, claim=True
+                )
+                try:
+                    document = segment.document(meta.get("documentBytes"))
+                    tensors = _unpack(document, kind, self.limits)
+                    del document
+                finally:
+                    segment.close()  # unmapped when the last tensor viewing it goes
             segments[segment_name] = tensors
         if name not in tensors:
             raise TensorFormatError(f"no tensor named {name!r} in segment {segment_name}")
@@ -300,27 +337,23 @@ def _offers_shared_memory(extensions: Mapping[str, Any]) -> bool:
 
 
 def _into_segment(
-    encoded: dict[str, Any], parts: list[Any], kind: Kind
+    encoded: dict[str, Any], parts: list[Any], kind: Kind, pool: Any
 ) -> tuple[dict[str, Any], TensorCall]:
-    """The arguments' tensor document copied into a new segment (one copy), and the
+    """The arguments' tensor document copied into a pooled segment (one copy), and the
     arguments rewritten from ``cid:<name>`` to ``shm:<segment>#<name>``."""
-    shm = _shm()
     size = sum(len(memoryview(p).cast("B")) for p in parts)
-    segment = shm.Segment.create(size)
-    offset = 0
-    for part in parts:
-        view = memoryview(part).cast("B")
-        segment.view[offset : offset + len(view)] = view
-        offset += len(view)
+    segment = pool.take(size)
+    nbytes = _shm().fill(segment, parts)
 
     def moved(value: Any) -> Any:
         if type(value) is dict and set(value) == {"uri"} and value["uri"].startswith(_CID):
-            return {"uri": f"{_SHM}{segment.name}#{value['uri'][len(_CID) :]}", "size": size}
+            uri = f"{_SHM}{segment.name}#{value['uri'][len(_CID) :]}"
+            return {"uri": uri, "size": segment.size, "documentBytes": nbytes}
         if type(value) is dict:
             return {k: moved(v) for k, v in value.items()}
         return value
 
-    return {k: moved(v) for k, v in encoded.items()}, TensorCall(kind, None, segment)
+    return {k: moved(v) for k, v in encoded.items()}, TensorCall(kind, None, segment, pool)
 
 
 def _first_tensor(arguments: Mapping[str, Any]) -> Kind | None:

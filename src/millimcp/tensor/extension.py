@@ -56,6 +56,7 @@ from millimcp.tensor.wire import DEFAULT_LIMITS, DTYPES, MEDIA_TYPE, TensorLimit
 __all__ = [
     "EXTENSION",
     "RequestAttachment",
+    "SharedPeer",
     "TensorParam",
     "TensorValue",
     "capability",
@@ -84,6 +85,8 @@ class TensorValue(msgspec.Struct, kw_only=True, rename="camel"):
     mime_type: str | None = None
     size: int | None = None
     """With a ``shm:`` uri: the bytes of the segment (checked against the file)."""
+    document_bytes: int | None = None
+    """With a ``shm:`` uri: the bytes of the tensor document after the control block."""
 
 
 def capability() -> dict[str, Any]:
@@ -98,9 +101,18 @@ def capability() -> dict[str, Any]:
     return declared
 
 
-def shared_memory_peer(extensions: Mapping[str, Any] | None) -> int | None:
-    """The pid of a client that declared shared memory and proved it shares this host (its
-    probe segment opened, its token matched), else None."""
+class SharedPeer(msgspec.Struct, frozen=True):
+    """A client that proved it shares this host: its pid, and the segments it keeps for
+    results (``replyTo``, each ``replyBytes`` after the control block)."""
+
+    pid: int
+    replies: tuple[str, ...] = ()
+    reply_bytes: int = 0
+
+
+def shared_memory_peer(extensions: Mapping[str, Any] | None) -> SharedPeer | None:
+    """A client that declared shared memory and proved it shares this host (its probe
+    segment opened, its token matched), else None."""
     if extensions is None:
         return None
     declared = extensions.get(EXTENSION)
@@ -109,7 +121,14 @@ def shared_memory_peer(extensions: Mapping[str, Any] | None) -> int | None:
     offer = declared.get("sharedMemory")
     if not isinstance(offer, Mapping):
         return None
-    return _shm.verify_probe(offer.get("probe"), offer.get("token"))
+    pid = _shm.verify_probe(offer.get("probe"), offer.get("token"))
+    if pid is None:
+        return None
+    replies, size = offer.get("replyTo"), offer.get("replyBytes")
+    if not isinstance(replies, list) or not isinstance(size, int) or isinstance(size, bool):
+        return SharedPeer(pid)
+    names = tuple(name for name in replies[:16] if isinstance(name, str))
+    return SharedPeer(pid, names, size)
 
 
 def peer_accepts(extensions: Mapping[str, Any] | None) -> bool:
@@ -161,7 +180,7 @@ class RequestAttachment:
         self._tensors: dict[str, Any] | None = None
         self._segments: dict[str, dict[str, Any]] | None = None
 
-    def get_shared(self, uri: str, size: int | None, kind: Kind) -> Any:
+    def get_shared(self, uri: str, size: int | None, nbytes: int | None, kind: Kind) -> Any:
         """The tensor ``shm:<segment>#<name>`` names, mapped in place (no copy)."""
         if not self.shared:
             raise TensorFormatError("a shm: tensor argument, but shared memory was not agreed")
@@ -174,7 +193,9 @@ class RequestAttachment:
             limit = 8 + self.limits.max_header_bytes + self.limits.max_bytes
             segment = _shm.Segment.attach(segment_name, size, max_bytes=limit)  # type: ignore[arg-type]
             try:
-                tensors = unpack(segment.view, "torch" if kind == "torch" else "numpy", self.limits)
+                document = segment.document(nbytes)
+                tensors = unpack(document, "torch" if kind == "torch" else "numpy", self.limits)
+                del document
             finally:
                 segment.close()  # unmapped when the last tensor viewing it goes
             segments[segment_name] = tensors
@@ -236,7 +257,7 @@ def _decode_value(value: TensorValue, kind: Kind, attachment: RequestAttachment)
     if value.mime_type is not None and value.mime_type != MEDIA_TYPE:
         raise TensorFormatError(f"a tensor argument's mimeType is {MEDIA_TYPE}")
     if value.uri is not None and value.uri.startswith(_shm.SCHEME) and value.blob is None:
-        return attachment.get_shared(value.uri, value.size, kind)
+        return attachment.get_shared(value.uri, value.size, value.document_bytes, kind)
     if value.uri is not None:
         if value.blob is not None or not value.uri.startswith(CID):
             raise TensorFormatError("a tensor argument has either 'blob' or a 'uri' cid:<name>")
@@ -295,12 +316,13 @@ def _describe(name: str, entry_dtype: str, shape: tuple[int, ...]) -> dict[str, 
 
 
 def encode_result(
-    value: Any, raw: bool, shared_with: int | None = None
+    value: Any, raw: bool, shared_with: SharedPeer | None = None
 ) -> tuple[list[ContentBlock], list[Any] | None]:
     """Content blocks for a tensor (or dict of tensors) result, and the attachment if ``raw``.
 
-    ``shared_with`` (a verified same-host client's pid): the tensors go in a shared-memory
-    segment owned by that process instead, and there is no attachment."""
+    ``shared_with`` (a verified same-host client): the tensors go in one of the segments it
+    keeps for results when one is free and large enough, else in a new segment it will own
+    and free; there is no attachment."""
     tensors: Mapping[str, Any] = value if isinstance(value, dict) else {RESULT_NAME: value}
     if raw and shared_with is not None:
         return _shared_result(tensors, shared_with), None
@@ -336,17 +358,41 @@ def encode_result(
     return blocks, None
 
 
-def _shared_result(tensors: Mapping[str, Any], owner: int) -> list[ContentBlock]:
+def _reply_segment(peer: SharedPeer, nbytes: int) -> Any:
+    """One of the client's free result segments that fits ``nbytes``, marked filled."""
+    if nbytes > peer.reply_bytes:
+        return None
+    for name in peer.replies:
+        try:
+            if _shm.owner_of(name) != peer.pid:
+                continue  # not the client's own: never written to
+            segment = _shm.Segment.attach(
+                name, _shm.HEADER_BYTES + peer.reply_bytes, max_bytes=_shm.HEADER_BYTES + (1 << 34)
+            )
+        except TensorFormatError:
+            continue  # gone, or not what the offer said: a segment of its own instead
+        if segment.view[0] == _shm.FREE:
+            segment.view[0] = _shm.FILLED  # no await between the check and this: one writer
+            return segment
+        segment.close()
+    return None
+
+
+def _shared_result(tensors: Mapping[str, Any], peer: SharedPeer) -> list[ContentBlock]:
     _shm.sweep_now_and_then()  # segments of clients that died before mapping theirs
     packed = pack(tensors)
-    segment = _shm.Segment.create(packed.nbytes, owner=owner)
+    segment = _reply_segment(peer, packed.nbytes)
+    if segment is None:
+        segment = _shm.Segment.create(_shm.HEADER_BYTES + packed.nbytes, owner=peer.pid)
+        segment.view[0] = _shm.FILLED
     try:
-        packed.write_into(segment.view)
+        _shm.fill(segment, packed.parts)
     except BaseException:
-        segment.unlink()
+        if _shm.owner_of(segment.name) == peer.pid and segment.name not in peer.replies:
+            segment.unlink()
         raise
     finally:
-        segment.close()  # the client frees the name once it has it mapped
+        segment.close()  # the client frees a new one once it has it mapped
     entries = {e.name: e for e in packed.entries}
     return [
         ResourceLink(
@@ -357,7 +403,8 @@ def _shared_result(tensors: Mapping[str, Any], owner: int) -> list[ContentBlock]
             meta={
                 EXTENSION: {
                     **_describe(e.name, e.dtype, e.shape)[EXTENSION],
-                    "segmentBytes": packed.nbytes,
+                    "segmentBytes": segment.size,
+                    "documentBytes": packed.nbytes,
                 }
             },
         )

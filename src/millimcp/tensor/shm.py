@@ -154,6 +154,30 @@ class Segment:
             segment.unlink()
         return segment
 
+    def viewed(self) -> bool:
+        """Whether anything made from :attr:`view` (a tensor, a slice) still uses the memory."""
+        try:
+            self.view.release()
+        except BufferError:
+            return True
+        try:
+            self._map.resize(self.size)  # refused while any buffer of the map is exported
+        except BufferError:
+            return True
+        finally:
+            self.view = memoryview(self._map)
+        return False
+
+    def document(self, nbytes: object) -> memoryview:
+        """The tensor document a peer said fills ``nbytes`` after the control block."""
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 1:
+            raise TensorFormatError(f"a segment's document size must be a positive int: {nbytes!r}")
+        if HEADER_BYTES + nbytes > self.size:
+            raise TensorFormatError(
+                f"a {nbytes}-byte document does not fit segment {self.name} ({self.size} bytes)"
+            )
+        return self.view[HEADER_BYTES : HEADER_BYTES + nbytes]
+
     def unlink(self) -> None:
         """Free the name (idempotent); mappings stay valid until closed."""
         _unlink(self.name)
@@ -259,3 +283,95 @@ def sweep_now_and_then(every: float = 1.0) -> None:
     if now - _last_sweep[0] >= every:
         _last_sweep[0] = now
         sweep()
+
+
+# -- reuse: fresh tmpfs pages cost far more than a copy, so segments are kept and refilled ------
+
+HEADER_BYTES: Final = 64
+"""A pooled segment starts with a control block: byte 0 is 0 while it is free, 1 once a
+writer has filled it. The document follows, at this offset (aligned for any dtype)."""
+FREE: Final = 0
+FILLED: Final = 1
+
+
+class SegmentPool:
+    """Segments this process owns and reuses: taken when free, given back after an exchange.
+
+    A segment is free when its control byte says so and no tensor of this process still
+    views its memory (so results mapped in place stay valid as long as they are used). At
+    most ``keep`` segments; closing the pool frees them all.
+    """
+
+    __slots__ = ("capacity", "keep", "segments")
+
+    def __init__(self, keep: int = 4, capacity: int = 0) -> None:
+        self.keep = keep
+        self.capacity = capacity
+        """Bytes of each segment made up front by :meth:`reserve` (0: sized on demand)."""
+        self.segments: list[Segment] = []
+
+    def __repr__(self) -> str:
+        return f"<SegmentPool {len(self.segments)} segments>"
+
+    def reserve(self) -> list[Segment]:
+        """Make the pool's ``keep`` segments of ``capacity`` bytes now (marked free)."""
+        while len(self.segments) < self.keep:
+            segment = Segment.create(HEADER_BYTES + self.capacity)
+            segment.view[0] = FREE
+            self.segments.append(segment)
+        return self.segments
+
+    def take(self, size: int) -> Segment:
+        """A free segment of at least ``HEADER_BYTES + size`` bytes, marked filled (made when
+        none is free: kept if the pool has room, else one-off and ``owned`` as usual)."""
+        for segment in self.segments:
+            if segment.size >= HEADER_BYTES + size and _unused(segment):
+                segment.view[0] = FILLED
+                return segment
+        segment = Segment.create(HEADER_BYTES + max(size, 1 << 20))
+        segment.view[0] = FILLED
+        if len(self.segments) < self.keep:
+            self.segments.append(segment)
+        return segment
+
+    def give(self, segment: Segment) -> None:
+        """The exchange is over: free it for reuse (or close it if it is not pooled)."""
+        if any(segment is kept for kept in self.segments):
+            segment.view[0] = FREE
+        else:
+            segment.close()
+
+    def find(self, name: str) -> Segment | None:
+        return next((s for s in self.segments if s.name == name), None)
+
+    def reclaim(self, names: set[str]) -> None:
+        """Free the filled segments among ``names`` that nothing views any more (results
+        this process received and no longer uses); they leave ``names``."""
+        for segment in self.segments:
+            if segment.name in names and _unused(segment, FILLED):
+                segment.view[0] = FREE
+                names.discard(segment.name)
+
+    def close(self) -> None:
+        segments, self.segments = self.segments, []
+        for segment in segments:
+            segment.close()
+
+
+def _unused(segment: Segment, state: int = FREE) -> bool:
+    """In ``state`` by its control byte, and no tensor of this process views its memory."""
+    if segment.view[0] != state:
+        return False
+    return not segment.viewed()
+
+
+def fill(segment: Segment, parts: list[object]) -> int:
+    """Write a tensor document's parts after the control block; returns its bytes."""
+    offset = HEADER_BYTES
+    view = segment.view
+    for part in parts:
+        data = memoryview(part).cast("B")  # type: ignore[arg-type]
+        end = offset + len(data)
+        view[offset:end] = data
+        offset = end
+    return offset - HEADER_BYTES

@@ -152,3 +152,38 @@ def test_a_killed_process_leaks_nothing_after_a_sweep() -> None:
             process.wait(timeout=30)
     assert name in sweep()
     assert name not in ours()
+
+
+def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
+    from millimcp.tensor.shm import FILLED, FREE, HEADER_BYTES, SegmentPool, fill
+
+    pool = SegmentPool(keep=1)
+    try:
+        array = np.arange(1000, dtype=np.float32)
+        packed = pack({"x": array})
+        first = pool.take(packed.nbytes)
+        assert first.view[0] == FILLED
+        assert fill(first, packed.parts) == packed.nbytes
+        pool.give(first)
+        assert first.view[0] == FREE
+        assert pool.take(packed.nbytes) is first  # refilled, no new pages
+        view = unpack(first.document(packed.nbytes), "numpy")["x"]
+        np.testing.assert_array_equal(view, array)
+        received = {first.name}
+        pool.reclaim(received)
+        assert received == {first.name}  # a tensor still views it: kept filled
+        other = pool.take(packed.nbytes)  # the pool is full: a one-off segment
+        assert other is not first
+        assert other.size >= HEADER_BYTES + packed.nbytes
+        pool.give(other)  # not pooled: closed and freed
+        assert other.name not in ours()
+        del view
+        pool.reclaim(received)
+        assert received == set()
+        assert first.view[0] == FREE
+        assert pool.find(first.name) is first
+        for bad in (0, True, first.size):
+            with pytest.raises(TensorFormatError, match="document"):
+                first.document(bad)
+    finally:
+        pool.close()
