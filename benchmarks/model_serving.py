@@ -1,14 +1,15 @@
 """Model serving: adaptive batching (the default) vs none, at 1, 8 and 32 callers, two models.
 
-Starts examples/model_server.py (``--model cnn``: the seeded CNN, 1x3x224x224 -> 1,000 logits;
-``--model mlp``: a wide MLP, 1x1024 -> 1,000; CPU unless a GPU is present) with batching on
-(adaptive, ``max_batch_size`` 32) and off, alternating run by run. Each run drives the server
-with millimcp's own client (``Client.over_http``, raw tensors over ``dev.millimcp/tensor``),
-warms up, then keeps N callers busy for ``--duration`` seconds. Reports calls/s, p50/p99 and
+Per model, run and mode, starts examples/model_server.py once (``--model cnn``: the seeded
+CNN, 1x3x224x224 -> 1,000 logits; ``--model mlp``: a wide MLP, 1x1024 -> 1,000; CPU unless a
+GPU is present) with batching on (adaptive, ``max_batch_size`` 32) and off, alternating run
+by run, and drives it at each caller count in turn (``--callers 32 8 1``: a lone caller after
+a crowd, for the adaptive batcher) with millimcp's own client (``Client.over_http``, raw
+tensors over ``dev.millimcp/tensor``): warms up, then keeps N callers busy for ``--duration`` seconds. Reports calls/s, p50/p99 and
 the client's CPU use (seconds of client CPU per second of wall time: well below 1.0 means the
 client is not the bottleneck), medians over runs, and paired ratios batching on / off.
 
-    .venv/bin/python benchmarks/model_serving.py --runs 3 --duration 6
+    .venv/bin/python benchmarks/model_serving.py --runs 3 --duration 5 --callers 32 8 1
     .venv/bin/python benchmarks/model_serving.py --models mlp --callers 1 32 \\
         --extra=--batching=fixed --extra=--max-queue-delay-ms=2
 """
@@ -104,15 +105,21 @@ def main() -> None:
     modes = {"batching": args.extra, "no batching": MODES["no batching"]}
     report: dict[str, Any] = {}
     for model in args.models:
-        for callers in args.callers:
-            results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
-            for run in range(args.runs):
-                for mode, extra in modes.items():
-                    with model_server(model, extra, args.device) as url:
+        results: dict[int, dict[str, list[dict[str, Any]]]] = {
+            callers: {mode: [] for mode in modes} for callers in args.callers
+        }
+        for run in range(args.runs):
+            for mode, extra in modes.items():
+                # one server per run and mode, driven at each level in turn: the
+                # adaptive batcher keeps what it learned, so a lone caller after a crowd is
+                # measured too (it must still never wait)
+                with model_server(model, extra, args.device) as url:
+                    for callers in args.callers:
                         outcome = asyncio.run(load(url, model, callers, args.duration, args.warmup))
-                    results[mode].append(outcome)
-                    print(f"{model} {callers:2} callers run {run + 1} {mode:12} {outcome}")
-            report[f"{model}/{callers}"] = summarise(results)
+                        results[callers][mode].append(outcome)
+                        print(f"{model} {callers:2} callers run {run + 1} {mode:12} {outcome}")
+        for callers in args.callers:
+            report[f"{model}/{callers}"] = summarise(results[callers])
             print_summary(model, callers, report[f"{model}/{callers}"])
     print("\nmodel callers  on calls/s  off calls/s  ratio  p99 on/off  client CPU on/off")
     for key, s in report.items():

@@ -187,3 +187,27 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
                 first.document(bad)
     finally:
         pool.close()
+
+
+def test_a_shared_memory_offer_is_read_defensively() -> None:
+    from millimcp.tensor import EXTENSION
+    from millimcp.tensor.extension import SharedPeer, shared_memory_peer
+    from millimcp.tensor.shm import create_probe, verify_probe
+
+    probe, token = create_probe()
+    try:
+        offer = {"probe": probe.name, "token": token}
+        assert shared_memory_peer(None) is None
+        assert shared_memory_peer({EXTENSION: "yes"}) is None
+        assert shared_memory_peer({EXTENSION: {}}) is None
+        assert (
+            shared_memory_peer({EXTENSION: {"sharedMemory": {**offer, "token": "0" * 32}}}) is None
+        )
+        assert verify_probe(42, token) is None
+        me = os.getpid()
+        assert shared_memory_peer({EXTENSION: {"sharedMemory": offer}}) == SharedPeer(me)
+        replies = {**offer, "replyTo": [probe.name, 7], "replyBytes": 1024}
+        peer = shared_memory_peer({EXTENSION: {"sharedMemory": replies}})
+        assert peer == SharedPeer(me, (probe.name,), 1024)
+    finally:
+        probe.close()
