@@ -6,8 +6,9 @@ GPU is present) with batching on (adaptive, ``max_batch_size`` 32) and off, alte
 by run, and drives it at each caller count in turn (``--callers 32 8 1``: a lone caller after
 a crowd, for the adaptive batcher) with millimcp's own client (``Client.over_http``, raw
 tensors over ``dev.millimcp/tensor``): warms up, then keeps N callers busy for
-``--duration`` seconds. Reports calls/s, p50/p99 and the client's CPU use (seconds of client CPU per second of wall time: well below 1.0 means the
-client is not the bottleneck), medians over runs, and paired ratios batching on / off.
+``--duration`` seconds. Reports calls/s, p50/p99 and the client's CPU use (seconds of client
+CPU per second of wall time: well below 1.0 means the client is not the bottleneck), medians
+over runs, and paired ratios batching on / off.
 
     .venv/bin/python benchmarks/model_serving.py --runs 3 --duration 5 --callers 32 8 1
     .venv/bin/python benchmarks/model_serving.py --models mlp --callers 1 32 \\
