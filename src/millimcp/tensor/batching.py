@@ -7,7 +7,8 @@ which returns one result per request. Each caller gets its own result back.
 - ``mode="adaptive"`` (default): the batcher learns what a batch of each size costs and how
   fast requests arrive (:mod:`millimcp.tensor.adaptive`). It grows batches only while the cost
   per row keeps falling (never past ``max_batch_size``), and waits for more requests only when
-  that serves more rows per second: a lone caller never waits. ``latency_objective_ms`` bounds
+  that serves more rows per second: a lone caller never waits, and when the model is free and
+  nobody is queued its call runs at once in its own task (no hop through a worker). ``latency_objective_ms`` bounds
   queue wait plus run time: a batch that misses it halves the batch size.
 - ``mode="fixed"`` (Triton's): batches of at most ``max_batch_size`` rows; once a request is at
   the head of the queue, wait at most ``max_queue_delay_ms`` (from its arrival) for more. 0:
@@ -109,6 +110,9 @@ class DynamicBatcher(Generic[T, R]):
         self._queued_rows = 0
         self._arrival = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
+        self._running = 0
+        """Batches running now (workers' and lone callers')."""
+        self._freed = asyncio.Event()
         self.batches: collections.Counter[int] = collections.Counter()
         """How many batches ran with each number of requests (for tests and metrics)."""
         self.rows = 0
@@ -147,8 +151,15 @@ class DynamicBatcher(Generic[T, R]):
             ]
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         pending = _Pending(item, rows, future)
-        if self.policy is not None:
-            self.policy.arrived(pending.arrived)
+        policy = self.policy
+        if policy is not None:
+            policy.arrived(pending.arrived)
+            if (
+                not self._queue
+                and self._running < self._instances
+                and not policy.wait(rows, 0.0, pending.arrived).seconds
+            ):
+                return await self._alone(pending)  # nobody to wait for: run now, no hop
         self._queue.append(pending)
         self._queued_rows += rows
         self._arrival.set()
@@ -168,11 +179,32 @@ class DynamicBatcher(Generic[T, R]):
                 pending.future.set_exception(ToolError("the model is shutting down"))
         self._queued_rows = 0
 
+    async def _alone(self, pending: _Pending[T, R]) -> R:
+        """A batch of one, in the caller's task: the model is free and waiting would not pay."""
+        self._running += 1
+        started = time.monotonic()
+        try:
+            results = await self._run([pending.item])
+        finally:
+            self._release()
+        if len(results) != 1:
+            raise RuntimeError(f"run returned {len(results)} results for 1")
+        ended = time.monotonic()
+        self._count([pending], started, ended)
+        if self.policy is not None:
+            self.policy.released(1, ended)
+        return results[0]
+
+    def _release(self) -> None:
+        self._running -= 1
+        self._freed.set()
+
     async def _serve(self) -> None:
         while True:
             batch = await self._next_batch()
             if not batch:
                 continue
+            self._running += 1
             started = time.monotonic()
             try:
                 results = await self._run([p.item for p in batch])
@@ -183,6 +215,8 @@ class DynamicBatcher(Generic[T, R]):
                     if not pending.future.done():
                         pending.future.set_exception(exc)
                 continue
+            finally:
+                self._release()
             ended = time.monotonic()
             self._count(batch, started, ended)
             for pending, result in zip(batch, results, strict=True):
@@ -230,9 +264,13 @@ class DynamicBatcher(Generic[T, R]):
 
     async def _next_batch(self) -> list[_Pending[T, R]]:
         queue = self._queue
-        while not queue:
-            self._arrival.clear()
-            await self._arrival.wait()
+        while not queue or self._running >= self._instances:
+            if self._running >= self._instances:  # lone callers hold every instance
+                self._freed.clear()
+                await self._freed.wait()
+            else:
+                self._arrival.clear()
+                await self._arrival.wait()
         policy = self.policy
         if policy is None:
             limit = self.config.max_batch_size

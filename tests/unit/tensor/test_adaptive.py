@@ -197,3 +197,40 @@ def test_cost_model_estimates_between_and_beyond_what_it_measured() -> None:
     assert costs.count(2) == 2
     assert list(costs.measured()) == [2, 8]
     assert "8: 10.00 ms" in repr(costs)
+
+
+async def test_a_lone_call_runs_in_its_own_task_and_arrivals_meanwhile_queue() -> None:
+    """Adaptive mode, model idle, nobody queued: the call runs at once in the caller's task
+    (no hop through a worker); calls arriving meanwhile wait for the model, then run."""
+    import asyncio
+
+    from millimcp.tensor import Batching, DynamicBatcher
+
+    seen: list[tuple[asyncio.Task[object] | None, int]] = []
+    running = 0
+    most = 0
+    gate = asyncio.Event()
+
+    async def run(items: list[int]) -> list[int]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        seen.append((asyncio.current_task(), len(items)))
+        await gate.wait()
+        running -= 1
+        return [item * 10 for item in items]
+
+    batcher: DynamicBatcher[int, int] = DynamicBatcher(run, Batching(max_batch_size=8))
+    first = asyncio.create_task(batcher.submit(1))
+    await asyncio.sleep(0.01)
+    assert seen == [(first, 1)]  # ran in the caller's own task
+    later = [asyncio.create_task(batcher.submit(i)) for i in (2, 3, 4)]
+    await asyncio.sleep(0.01)
+    assert len(seen) == 1  # the model is busy: they queue, nothing runs beside it
+    gate.set()
+    assert await asyncio.gather(first, *later) == [10, 20, 30, 40]
+    assert most == 1
+    assert seen[1][0] is not first
+    assert sum(size for _, size in seen) == 4
+    assert batcher.waits == 0
+    await batcher.close()
