@@ -8,8 +8,9 @@ which returns one result per request. Each caller gets its own result back.
   fast requests arrive (:mod:`millimcp.tensor.adaptive`). It grows batches only while the cost
   per row keeps falling (never past ``max_batch_size``), and waits for more requests only when
   that serves more rows per second: a lone caller never waits, and when the model is free and
-  nobody is queued its call runs at once in its own task (no hop through a worker). ``latency_objective_ms`` bounds
-  queue wait plus run time: a batch that misses it halves the batch size.
+  nobody is queued its call runs at once in its own task (no hop through a worker).
+  ``latency_objective_ms`` bounds waits and batch run times (a batch whose run misses it
+  halves the batch size).
 - ``mode="fixed"`` (Triton's): batches of at most ``max_batch_size`` rows; once a request is at
   the head of the queue, wait at most ``max_queue_delay_ms`` (from its arrival) for more. 0:
   take whatever is queued when the model frees up, and no more.
