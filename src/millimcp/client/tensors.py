@@ -124,6 +124,13 @@ class TensorCall:
         if segment is not None:
             self.pool.give(segment)
 
+    def abandon(self) -> None:
+        """The server may read the arguments later (a task): their segment is never reused,
+        and freed when the client closes."""
+        segment, self.segment = self.segment, None
+        if segment is not None:
+            self.pool.retire(segment)
+
     def __repr__(self) -> str:
         sent = 0 if self.parts is None else sum(len(p) for p in self.parts)
         return f"<TensorCall {self.kind} raw={self.parts is not None} bytes={sent}>"

@@ -302,16 +302,23 @@ class SegmentPool:
     most ``keep`` segments; closing the pool frees them all.
     """
 
-    __slots__ = ("capacity", "keep", "segments")
+    __slots__ = ("capacity", "keep", "retired", "segments")
 
     def __init__(self, keep: int = 4, capacity: int = 0) -> None:
         self.keep = keep
         self.capacity = capacity
         """Bytes of each segment made up front by :meth:`reserve` (0: sized on demand)."""
         self.segments: list[Segment] = []
+        self.retired: list[Segment] = []
+        """Segments a peer may still read (never reused), freed at :meth:`close`."""
 
     def __repr__(self) -> str:
         return f"<SegmentPool {len(self.segments)} segments>"
+
+    def retire(self, segment: Segment) -> None:
+        """Never reuse ``segment``; free it when the pool closes."""
+        self.segments = [kept for kept in self.segments if kept is not segment]
+        self.retired.append(segment)
 
     def reserve(self) -> list[Segment]:
         """Make the pool's ``keep`` segments of ``capacity`` bytes now (marked free)."""
@@ -353,7 +360,8 @@ class SegmentPool:
                 names.discard(segment.name)
 
     def close(self) -> None:
-        segments, self.segments = self.segments, []
+        segments, self.segments = [*self.segments, *self.retired], []
+        self.retired = []
         for segment in segments:
             segment.close()
 

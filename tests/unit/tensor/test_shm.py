@@ -185,8 +185,13 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
         for bad in (0, True, first.size):
             with pytest.raises(TensorFormatError, match="document"):
                 first.document(bad)
+        pool.retire(first)  # a peer may still read it: never handed out again
+        assert pool.find(first.name) is None
+        assert pool.take(packed.nbytes) is not first
+        assert first.name in ours()
     finally:
         pool.close()
+    assert first.name not in ours()
 
 
 def test_a_shared_memory_offer_is_read_defensively() -> None:
