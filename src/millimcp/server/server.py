@@ -210,11 +210,14 @@ class Server:
         mime_type: str | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a template when ``uri`` has ``{variables}``.
 
         Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
         function takes its variables as parameters. Registering ``uri`` again replaces it.
+        ``meta`` is the definition's ``_meta``, ``icons`` its icons (wire dicts).
         """
 
         def register(fn: F) -> F:
@@ -227,6 +230,8 @@ class Server:
                 mime_type=mime_type,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
+                meta=meta,
+                icons=icons,
             )
             registry = (
                 self._resource_registry if entry.template is None else self._template_registry
@@ -255,6 +260,8 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -264,6 +271,8 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Any:
         """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
         ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
@@ -277,6 +286,8 @@ class Server:
                 title=title,
                 description=description,
                 argument_descriptions=argument_descriptions,
+                meta=meta,
+                icons=icons,
             )
             self._prompt_registry.add(entry.name, entry)
             return fn
@@ -363,21 +374,25 @@ class Server:
             install()
         metrics_path = self.config.metrics_path
         if metrics_path is None:
-            return StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
+            return app
         from millimcp.observe.prometheus import MetricsApp, probed
 
         if config.path is None:  # every path is the endpoint's: the metrics go in front
             app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
             return MetricsApp(app, metrics_path)
         # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
         app = StreamableHTTPApp(self.endpoint(), config, lifespan=probed(self.running))
+        app.on_drain.append(self.end_streams)
         app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
     ) -> None:
-        """Serve over Streamable HTTP until interrupted (uvicorn; see ``millimcp.cli``)."""
+        """Serve over Streamable HTTP until interrupted (``http=``: uvicorn, granian, native)."""
         from millimcp.server.serve import run_app
 
         run_app(self.asgi(path=path), host=host, port=port, **options)
@@ -423,6 +438,13 @@ class Server:
             await methods.tasks.manager.close()
             if self._cache is not None:
                 await self._cache.close()
+
+    def end_streams(self) -> None:
+        """End every ``subscriptions/listen`` stream and handshake-era GET stream with its
+        clean close, keeping sessions and calls in progress (the start of a drain)."""
+        self._notifier.close()
+        for endpoint in self._endpoints:
+            endpoint.sessions.end_streams()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the pools."""
