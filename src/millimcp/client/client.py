@@ -84,6 +84,7 @@ class Client:
         client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
         tensors: bool = True,
         tensor_type: TensorType | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> None:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
@@ -99,6 +100,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=bool(shared_memory),
         )
         self._pipeline = self._core.pipeline
         self._catalog = self._core.catalog
@@ -129,6 +131,7 @@ class Client:
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
         auth: AuthConfig | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
         aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
@@ -144,7 +147,9 @@ class Client:
         ``tensors=False`` stops declaring ``dev.millimcp/tensor`` (no raw bytes: base64
         blobs both ways); ``tensor_type`` (``"numpy"``/``"torch"``) is what result tensors
         decode to (default: the library of the call's first tensor argument, else numpy);
-        ``max_attachment_bytes`` caps a raw reply (256 MiB).
+        ``max_attachment_bytes`` caps a raw reply (256 MiB). ``shared_memory="auto"``: when the
+        server runs on this host (it opens a probe segment this client makes), tensors travel
+        through ``/dev/shm`` segments instead of the socket; anywhere else, raw bytes as usual.
         """
         from millimcp.client.http_reply import (
             DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -189,6 +194,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=shared_memory,
         )
 
     @classmethod
@@ -364,36 +370,43 @@ class Client:
         deadline = self._per_call(timeout)
         tasks = as_task
         resent = False
-        while True:
-            try:
-                result, received = await self._pipeline.call_with_attachment(
-                    "tools/call",
-                    params,
-                    _CALL_OR_TASK if tasks else _CALL,
-                    name=name,
-                    extra_headers=extra,
-                    idempotent=bool(idempotent),
-                    timeout=deadline,
-                    on_progress=on_progress,
-                    attachment=attachment,
-                    tasks=tasks,
-                )
-                break
-            except MissingClientCapability as exc:
-                if tasks or not needs_tasks(exc):
-                    raise
-                tasks = True  # the tool runs only as a task: call it as one, and wait
-            except HeaderMismatch:
-                if resent or not http or not arguments:
-                    raise
-                resent = True
-                self._lists.invalidate("tools")
-                await self.list_tools()
-                info = self._catalog.tools.get(name)
-                if info is None or not info.headers:
-                    raise
-                extra = param_headers(info.headers, arguments)
+        try:
+            while True:
+                try:
+                    result, received = await self._pipeline.call_with_attachment(
+                        "tools/call",
+                        params,
+                        _CALL_OR_TASK if tasks else _CALL,
+                        name=name,
+                        extra_headers=extra,
+                        idempotent=bool(idempotent),
+                        timeout=deadline,
+                        on_progress=on_progress,
+                        attachment=attachment,
+                        tasks=tasks,
+                    )
+                    break
+                except MissingClientCapability as exc:
+                    if tasks or not needs_tasks(exc):
+                        raise
+                    tasks = True  # the tool runs only as a task: call it as one, and wait
+                except HeaderMismatch:
+                    if resent or not http or not arguments:
+                        raise
+                    resent = True
+                    self._lists.invalidate("tools")
+                    await self.list_tools()
+                    info = self._catalog.tools.get(name)
+                    if info is None or not info.headers:
+                        raise
+                    extra = param_headers(info.headers, arguments)
+        except BaseException:
+            if tensor_call is not None:
+                tensor_call.release()  # freed by decode otherwise
+            raise
         if isinstance(result, CreateTaskResult):
+            if tensor_call is not None:
+                tensor_call.abandon()  # the task may read its arguments later: never reused
             task = Task(self._pipeline, result)
             if as_task:
                 return task
