@@ -34,7 +34,7 @@ def load_target(spec: str) -> Any:
         raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
-LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario")
+LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario", "link")
 """Subcommands delegated to :func:`millimcp.lab.cli.main` (the ``lab`` extra)."""
 
 
