@@ -45,16 +45,20 @@ import math
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orders.auth import mint
 from orders.config import FLAGS, NAIVE, TUNED, OrdersConfig, data_dir, default_db_url
+from orders.tls import Certificates, client_context, ensure_certificates
+from orders.wan import DEFAULT_BANDWIDTH, DEFAULT_RTT, Wan, claims_rows, write_summary
 from orders.workload import (
+    CpuMeter,
     Measured,
     Phase,
     agent_client,
@@ -89,6 +93,8 @@ STEP_AGENTS = 20
 shows) and for the client cap (30 calls) to bind, with iterations short enough that most of a
 2 s run is recorded."""
 MIN_SAMPLES = 5
+LINK_CPU: dict[str, float] = {}
+"""The link emulator's CPU (% of one core) during each run of the agents, by label."""
 """Fewer recorded iterations than this: the latency of that run is not compared."""
 
 
@@ -168,14 +174,19 @@ class Fleet:
     logs: Path
     processes: list[Process] = field(default_factory=list)
 
-    def start(self, name: str, args: Sequence[str]) -> Process:
+    def start(
+        self,
+        name: str,
+        args: Sequence[str],
+        port_args: Callable[[int], Sequence[str]] = lambda port: ("--port", str(port)),
+    ) -> Process:
         port = free_port()
         log = self.logs / f"{name}.out"
         path = [str(EXAMPLES), os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(log, "wb") as out:
             popen = subprocess.Popen(
-                [sys.executable, "-m", *args, "--port", str(port)],
+                [sys.executable, "-m", *args, *port_args(port)],
                 cwd=EXAMPLES,
                 env=env,
                 stdout=out,
@@ -210,17 +221,29 @@ class Service:
     label: str
     config: OrdersConfig
     process: Process
+    front: Process | None = None
+    """The link emulator in front of it (the WAN), if any: the agents call through it."""
+    ssl: ssl.SSLContext | None = None
+    """The agents' TLS context (trusting the demo's CA); None: plain HTTP."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.process.port}/mcp"
+        port = (self.front or self.process).port
+        return f"http{'s' if self.ssl else ''}://127.0.0.1:{port}/mcp"
 
 
 def server_args(
-    config: OrdersConfig, db_url: str, recommender: str, orders: int, log: Path
+    config: OrdersConfig,
+    db_url: str,
+    recommender: str,
+    orders: int,
+    log: Path,
+    tls: Certificates | None = None,
 ) -> list[str]:
     args = ["orders.server", "--preset", "naive", "--db", db_url, "--recommender", recommender]
     args += ["--orders", str(orders), "--log-file", str(log)]
+    if tls is not None:
+        args += ["--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)]
     for flag in FLAGS:
         if flag not in CLIENT_FLAGS and getattr(config, flag):
             args += ["--set", f"{flag}=true"]
@@ -401,6 +424,33 @@ def per_step_rows(naive: Measured, tuned: Measured) -> list[list[str]]:
     return rows
 
 
+def per_request_table(naive: Measured, tuned: Measured) -> str:
+    a, b = naive.per_request(), tuned.per_request()
+
+    def cell(numbers: dict[str, float | None], key: str) -> str:
+        value = numbers[key]
+        if key == "success_rate":
+            return "-" if value is None else f"{100.0 * value:.2f}%"
+        return ms(value)
+
+    rows = []
+    for key, name in (
+        ("mean_ms", "mean"),
+        ("p95_ms", "P95"),
+        ("p99_ms", "P99"),
+        ("server_cpu_ms", "server CPU per call"),
+        ("success_rate", "success rate"),
+    ):
+        after = ratio(a[key], b[key], lower_is_better=key != "success_rate")
+        rows.append([name, cell(a, key), cell(b, key), after if key != "success_rate" else ""])
+    calls = [len(m.request_samples()[0]) for m in (naive, tuned)]
+    failed = [m.request_samples()[1] for m in (naive, tuned)]
+    rows.append(
+        ["calls (failed)", f"{calls[0]:,} ({failed[0]:,})", f"{calls[1]:,} ({failed[1]:,})", ""]
+    )
+    return table(["per request", "naive (before)", "tuned (after)", "after vs before"], rows)
+
+
 # -- S6.2 -------------------------------------------------------------------------------------
 
 
@@ -420,6 +470,7 @@ async def profile_one(
         warmup=1 if cold_only else max(2, plan.profile_warm // 5),
         cold=plan.profile_cold,
         headers={"Authorization": f"Bearer {token}"},
+        ssl=service.ssl,
     )
 
 
@@ -428,7 +479,9 @@ def profiled_calls(profile: Profile, config: OrdersConfig) -> list[dict[str, int
     return [{k: v for k, v in call.items() if not k.startswith("_")} for call in calls]
 
 
-async def response_size(url: str, token: str, arguments: dict[str, Any]) -> tuple[int, int]:
+async def response_size(
+    url: str, token: str, arguments: dict[str, Any], context: ssl.SSLContext | None = None
+) -> tuple[int, int]:
     """(JSON-RPC response bytes, bytes on the wire) of one call, asking for compression as
     the millimcp Client does."""
     import aiohttp
@@ -442,7 +495,7 @@ async def response_size(url: str, token: str, arguments: dict[str, Any]) -> tupl
     headers = {**dict(template.headers), "Accept-Encoding": "zstd, gzip"}
     async with (
         aiohttp.ClientSession(auto_decompress=False) as session,
-        session.post(url, data=template.body(1), headers=headers) as response,
+        session.post(url, data=template.body(1), headers=headers, ssl=context or True) as response,
     ):
         wire = await response.read()
         coding = response.headers.get("Content-Encoding")
@@ -617,9 +670,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "-c",
         "--concurrency",
         type=int,
-        default=50,
+        default=200,
         metavar="N",
-        help="agents in the closed loop (default 50; up to 200)",
+        help="agents in the closed loop (default 200, as in S6.4)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="a second or two per run (tests)")
@@ -652,6 +705,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="database, logs and run files (default: .demo/ at the repository root)",
     )
     parser.add_argument("--report", type=Path, help="the HTML report (default: <data>/report.html)")
+    wan = parser.add_argument_group("the network (the lab's link emulator, millimcp link)")
+    wan.add_argument("--rtt", default=DEFAULT_RTT, help="round trip (default %(default)s)")
+    wan.add_argument(
+        "--bandwidth", default=DEFAULT_BANDWIDTH, help="each way, per connection (%(default)s)"
+    )
+    wan.add_argument("--loss", default="0", help="share of segments lost (e.g. 0.1%%)")
+    wan.add_argument("--jitter", default="0ms", help="added to each delay, either way")
+    wan.add_argument("--no-wan", action="store_true", help="loopback only, no link emulator")
+    wan.add_argument("--no-tls", action="store_true", help="plain HTTP instead of HTTPS")
     args = parser.parse_args(argv)
     if not 1 <= args.concurrency <= 1000:
         parser.error("--concurrency takes 1 to 1000 agents")
@@ -671,6 +733,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.data_dir is not None:
         os.environ["ORDERS_DATA_DIR"] = str(args.data_dir.resolve())
+    args.certs = None
+    if not args.no_tls:
+        # a CA of the demo's own; every TLS context made in this process trusts it (the
+        # lab's too), and only it: nothing here talks to anything but 127.0.0.1
+        args.certs = ensure_certificates(data_dir() / "tls")
+        os.environ["SSL_CERT_FILE"] = str(args.certs.ca)
     try:
         return asyncio.run(demo(args))
     except KeyboardInterrupt:
@@ -691,9 +759,24 @@ async def demo(args: argparse.Namespace) -> int:
     concurrency = args.concurrency
     token = mint(os.environ.get("ORDERS_AUTH_SECRET") or NAIVE.auth_secret, "demo-agent")
 
+    from millimcp.lab.link import netem_status
+
+    wan = None if args.no_wan else Wan(args.rtt, args.bandwidth, args.loss, args.jitter)
+    context = None if args.certs is None else client_context(args.certs)
+    _, why_not = netem_status()
+    link_path = "none" if wan is None else f"userspace (kernel netem not used: {why_not})"
     print(
         "millimcp case study (SEEDS S6): the order-analysis service, naive vs tuned, "
         f"{concurrency} agents, {os.cpu_count()} CPUs"
+    )
+    print(
+        "  network: "
+        + (
+            "loopback (no link emulator)"
+            if wan is None
+            else f"{wan.describe()} (the lab's link emulator, {link_path})"
+        )
+        + f"; {'TLS (a local CA in ' + shown(args.certs.folder) + ')' if args.certs else 'no TLS'}"
     )
     with fleet(logs) as processes:
         section("1. database and services")
@@ -713,8 +796,14 @@ async def demo(args: argparse.Namespace) -> int:
         services: dict[str, Service] = {}
         for label, config in configs.items():
             log = logs / f"{label}.log"
-            args_ = server_args(config, db_url, recommender_url, args.orders, log)
-            services[label] = Service(label, config, processes.start(label, args_))
+            args_ = server_args(config, db_url, recommender_url, args.orders, log, args.certs)
+            service = Service(label, config, processes.start(label, args_), None, context)
+            if wan is not None:
+                target = service.process.port
+                service.front = processes.start(
+                    f"link-{label}", [], lambda port, t=target, w=wan: w.link_args(port, t)
+                )
+            services[label] = service
 
         from orders.db import ensure_database
 
@@ -782,7 +871,9 @@ async def demo(args: argparse.Namespace) -> int:
         sizes = {}
         for label in ("naive", "tuned"):
             profiles[label] = await profile_one(services[label], token, arguments, plan)
-            sizes[label] = await response_size(services[label].url, token, arguments)
+            sizes[label] = await response_size(
+                services[label].url, token, arguments, services[label].ssl
+            )
             total = sum(
                 sum(call.values())
                 for call in profiled_calls(profiles[label], services[label].config)
@@ -824,6 +915,21 @@ async def demo(args: argparse.Namespace) -> int:
     head = ["", "naive mean", "P95", "P99", "tuned mean", "P95", "P99"]
     print(table(head, per_step_rows(naive, tuned)))
 
+    section(f"S6.4 per request: one tool call, {concurrency} agents")
+    print(per_request_table(naive, tuned))
+    print(
+        "\n  Every call of the recorded iterations (get_order, get_recommendations and each "
+        "get_profile\n  of the fan-out): the article's figures (mean 1,200 -> 245 ms, P99 4 s "
+        "-> 680 ms, success\n  96% -> 99.9%) are per request. Server CPU per call: per "
+        "iteration over its five calls."
+        + (
+            f"\n  The link emulator's own CPU: {pct(LINK_CPU.get('naive'))} of a core in the "
+            f"naive run, {pct(LINK_CPU.get('tuned'))} in the tuned one."
+            if LINK_CPU
+            else ""
+        )
+    )
+
     section(f"S6.2: where the time of one {PROFILE_TOOL} call goes (no other load)")
     print(breakdown_table(profiles["naive"], profiles["tuned"], sizes))
     print(
@@ -842,6 +948,12 @@ async def demo(args: argparse.Namespace) -> int:
             f"(the larger of {THRESHOLD_PCT:g}% and the A/A control's largest change).\n"
             "  'helped': slower or fewer iterations without it."
         )
+        print(
+            "\n  The article's claim for each step, next to what turning it off did here "
+            "(tuned -> without):\n"
+        )
+        print(table(["step", "article (S6.3)", "here P50", "here P99", ""], claims_rows(steps, ms)))
+        print()
         facts = facts_for(profiles["tuned"], sizes, asked)
         for result in steps:
             if result.flag == CONTROL:
@@ -859,7 +971,19 @@ async def demo(args: argparse.Namespace) -> int:
             elif result.verdict() != "helped":
                 print(f"  - {result.flag}: {result.verdict()} here: {why(result.flag, facts)}.")
 
+    summary_path = folder / "summary.json"
+    write_summary(
+        summary_path,
+        agents=concurrency,
+        wan=wan,
+        tls=args.certs is not None,
+        link=link_path,
+        naive=naive,
+        tuned=tuned,
+        steps=[s for s in steps if s.flag != CONTROL],
+    )
     section("files")
+    print(f"  summary (compare runs with it): {shown(summary_path)}")
     print(f"  report: {shown(report)}")
     print(f"  run files (millimcp compare and report take them): {shown(results)}/")
     print(f"  service logs: {shown(logs)}/")
@@ -877,6 +1001,8 @@ async def agents(
     seconds: float,
 ) -> Measured:
     progress(f"{label}: {warmup_s:g} s warm-up, then iterations starting for {seconds:g} s")
+    meter = None if service.front is None else CpuMeter(service.front.pid)
+    link_before, wall_before = (meter.seconds() if meter else None), time.perf_counter()
     measured = await measure(
         service.url,
         service.config,
@@ -887,12 +1013,17 @@ async def agents(
         warmup_s=warmup_s,
         duration_s=seconds,
         server_pid=service.process.pid,
+        ssl=service.ssl,
     )
+    link_after = meter.seconds() if meter else None
+    if link_before is not None and link_after is not None:
+        LINK_CPU[label] = 100.0 * (link_after - link_before) / (time.perf_counter() - wall_before)
     latency = measured.run.latency_ms
     progress(
         f"{label}: {measured.iterations:,} iterations, {measured.failed:,} failed, mean "
         f"{ms(latency['mean'])}, P99 {ms(latency['p99'])}, server CPU "
         f"{pct(measured.server_cpu_pct)}"
+        + (f", link emulator CPU {pct(LINK_CPU[label])}" if label in LINK_CPU else "")
     )
     return measured
 
@@ -910,7 +1041,7 @@ async def prepare(
     """Prime the service's recommendation cache with ``customers``; then, for the A/B (which
     compares tuned, warmed by its own runs, with services that only just started), run a
     few agents against it unrecorded (connections, page caches). Returns failed calls."""
-    failed = await prime(service.url, token, customers) if primed else 0
+    failed = await prime(service.url, token, customers, ssl=service.ssl) if primed else 0
     if warmed:
         await measure(
             service.url,
@@ -922,6 +1053,7 @@ async def prepare(
             warmup_s=0.0,
             duration_s=min(plan.warmup_s, 0.5),
             server_pid=None,
+            ssl=service.ssl,
         )
     return failed
 
@@ -947,7 +1079,12 @@ async def each_step(
 
         async def client_for(service: Service, config: OrdersConfig) -> Any:
             client = agent_client(
-                service.url, config, token, concurrency=concurrency, width=scenario.width
+                service.url,
+                config,
+                token,
+                concurrency=concurrency,
+                width=scenario.width,
+                ssl=service.ssl,
             )
             return await stack.enter_async_context(client)
 
@@ -1018,6 +1155,7 @@ async def ramp_up(service: Service, scenario: Scenario, token: str, plan: Plan) 
             warmup_s=plan.warmup_s,
             duration_s=plan.step_s,
             server_pid=service.process.pid,
+            ssl=service.ssl,
         )
         progress(f"{service.label} at {level}: {measured.success_pct:.1f}% succeeded")
         if measured.success_pct < HELD_PCT:

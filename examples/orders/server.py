@@ -656,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-server-timing", action="store_true", help="do not send Server-Timing headers"
     )
+    parser.add_argument("--certfile", help="TLS: the certificate chain (PEM); needs --keyfile")
+    parser.add_argument("--keyfile", help="TLS: the private key (PEM)")
     args = parser.parse_args(argv)
     settings = list(args.set)
     for name, value in (
@@ -688,13 +690,20 @@ def main(argv: list[str] | None = None) -> int:
     server = build_server(config, server_timing=not args.no_server_timing)
     http = HttpConfig() if config.compression else HttpConfig(compression=())
     print(
-        f"orders: {config.name} serving http://{args.host}:{args.port}/mcp",
+        f"orders: {config.name} serving http{'s' if args.certfile else ''}://"
+        f"{args.host}:{args.port}/mcp",
         file=sys.stderr,
         flush=True,
     )
     from millimcp.server.serve import run_app
 
-    run_app(server.asgi(path="/mcp", http=http), host=args.host, port=args.port)
+    run_app(
+        server.asgi(path="/mcp", http=http),
+        host=args.host,
+        port=args.port,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
     return 0
 
 
