@@ -44,6 +44,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -230,6 +231,11 @@ class Service:
     def url(self) -> str:
         port = (self.front or self.process).port
         return f"http{'s' if self.ssl else ''}://127.0.0.1:{port}/mcp"
+
+    @property
+    def direct_url(self) -> str:
+        """The service itself, not through the link (for the setup: priming its cache)."""
+        return f"http{'s' if self.ssl else ''}://127.0.0.1:{self.process.port}/mcp"
 
 
 def server_args(
@@ -608,8 +614,22 @@ def steps_table(results: Sequence[StepResult]) -> str:
     return table(head, [result.cells() for result in results])
 
 
-def why(flag: str, facts: dict[str, str]) -> str:
+WAN_WHY = {
+    "pooled_client": "a new connection costs {connect} over the emulated path here (TCP's and "
+    "TLS's round trips, the profile's cold calls); where the server's queue is longer than "
+    "that, the queue sets the latency",
+    "trimmed": "the tuned service compresses, so the untrimmed answer's extra {extra} cost "
+    "only a few KB more on the wire ({naive_wire} compressed vs {tuned_wire})",
+    "compression": "the trimmed answer is {tuned_json}, {tuned_wire} compressed: at "
+    "{bandwidth} the difference is {saved} a call, against {compress} of server CPU",
+}
+"""Why a network step may not show over the emulated WAN (the mechanism; figures measured)."""
+
+
+def why(flag: str, facts: dict[str, str], wan: bool = False) -> str:
     """Why a step may not pay off on this machine (the mechanism; figures measured)."""
+    if wan and flag in WAN_WHY:
+        return WAN_WHY[flag].format(**facts)
     texts = {
         "pooled_client": "a new connection costs {connect} on loopback here (the profile's cold "
         "calls), not the 150 ms of a TCP+TLS handshake across a network (S6.2)",
@@ -641,7 +661,10 @@ def why(flag: str, facts: dict[str, str]) -> str:
 
 
 def facts_for(
-    tuned: Profile, sizes: dict[str, tuple[int, int]], asked: dict[str, int | None]
+    tuned: Profile,
+    sizes: dict[str, tuple[int, int]],
+    asked: dict[str, int | None],
+    bandwidth_mbit: float = 0.0,
 ) -> dict[str, str]:
     from millimcp.lab.stages import summarize
 
@@ -655,6 +678,14 @@ def facts_for(
         "tuned_json": kb(sizes["tuned"][0]),
         "extra": kb(sizes["naive"][0] - sizes["tuned"][0]),
         "tuned_asked": str(asked.get("tuned", "?")),
+        "naive_wire": kb(sizes["naive"][1]),
+        "tuned_wire": kb(sizes["tuned"][1]),
+        "bandwidth": f"{bandwidth_mbit:g} Mbit/s",
+        "saved": ms(
+            (sizes["tuned"][0] - sizes["tuned"][1]) * 8 / (bandwidth_mbit * 1e3)
+            if bandwidth_mbit
+            else None
+        ),
     }
 
 
@@ -729,8 +760,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # so that the processes the demo started are stopped too
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupted)
     if args.data_dir is not None:
         os.environ["ORDERS_DATA_DIR"] = str(args.data_dir.resolve())
     args.certs = None
@@ -954,7 +990,9 @@ async def demo(args: argparse.Namespace) -> int:
         )
         print(table(["step", "article (S6.3)", "here P50", "here P99", ""], claims_rows(steps, ms)))
         print()
-        facts = facts_for(profiles["tuned"], sizes, asked)
+        facts = facts_for(
+            profiles["tuned"], sizes, asked, wan.numbers()[1] if wan is not None else 0.0
+        )
         for result in steps:
             if result.flag == CONTROL:
                 print(
@@ -969,7 +1007,8 @@ async def demo(args: argparse.Namespace) -> int:
                     f"{plan.step_s:g} s window: the agents' iterations took longer than that."
                 )
             elif result.verdict() != "helped":
-                print(f"  - {result.flag}: {result.verdict()} here: {why(result.flag, facts)}.")
+                reason = why(result.flag, facts, wan is not None)
+                print(f"  - {result.flag}: {result.verdict()} here: {reason}.")
 
     summary_path = folder / "summary.json"
     write_summary(
@@ -1041,7 +1080,7 @@ async def prepare(
     """Prime the service's recommendation cache with ``customers``; then, for the A/B (which
     compares tuned, warmed by its own runs, with services that only just started), run a
     few agents against it unrecorded (connections, page caches). Returns failed calls."""
-    failed = await prime(service.url, token, customers, ssl=service.ssl) if primed else 0
+    failed = await prime(service.direct_url, token, customers, ssl=service.ssl) if primed else 0
     if warmed:
         await measure(
             service.url,
