@@ -192,7 +192,7 @@ class Negotiation:
         timeout = self.timeout
         if not http:  # a handshake-era stdio server may never answer the probe
             timeout = Timeout(total=timeout.connect or 5.0)
-        for _ in range(2):
+        for _ in range(3):
             self.envelope.use_modern(version)
             try:
                 page = await requester.call("server/discover", {}, _DISCOVER, timeout=timeout)
@@ -209,7 +209,16 @@ class Negotiation:
                 if isinstance(exc, CallTimeout) and http:
                     raise
                 log.debug("server/discover failed (%r): falling back to initialize", exc)
-                await self.initialize(requester)
+                try:
+                    await self.initialize(requester)
+                except UnsupportedProtocolVersion as refused:
+                    # A stdio server slow to start (a loaded machine) answers the probe after
+                    # its short timeout and then refuses initialize as a modern connection:
+                    # ask again, with the call's own timeout.
+                    if not (isinstance(exc, CallTimeout) and is_modern_error(refused)):
+                        raise
+                    timeout = self.timeout
+                    continue
                 return
             if page.supported_versions and version not in page.supported_versions:
                 other = choose_version(page.supported_versions, MODERN_VERSIONS)

@@ -108,3 +108,18 @@ async def test_a_handshake_only_server_is_detected_and_remembered() -> None:
         assert "everything" in client.server_info.name
         assert (await client.call_tool("echo", {"message": "hi"})).text == "Echo: hi"
     assert remembered(f"stdio:{node} {script} stdio") == ("handshake", "2025-11-25")
+
+
+async def test_a_server_that_answers_the_probe_late_is_still_found_modern() -> None:
+    """The probe over stdio has a short timeout (a handshake-era server may never answer it);
+    a modern server slow to start answers after it and refuses the ``initialize`` fallback:
+    the client asks ``server/discover`` again instead of failing."""
+    from millimcp import Timeout
+
+    script = str(ROOT / "tests" / "servers" / "slow_modern_stdio.py")
+    async with Client.over_stdio(
+        sys.executable, [script, "1.0"], timeout=Timeout(total=10.0, connect=0.3)
+    ) as client:
+        assert client.era == "modern"
+        assert client.server_info is not None
+        assert client.server_info.name == "slow"
