@@ -91,14 +91,18 @@ async def _serve(
     target: tuple[str, int],
     every: float,
     note: str,
+    stop: asyncio.Event | None = None,
 ) -> int:
+    """Carry connections until SIGINT or SIGTERM (or ``stop`` is set), printing the counters
+    every ``every`` seconds (0: only at the end)."""
     link = Link(config, target, listen)
     await link.start()
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
     print(
         f"link: userspace path{note}: 127.0.0.1:{link.port} -> {target[0]}:{target[1]}, "
         f"{config.describe()}",
