@@ -1075,6 +1075,8 @@ async def agents(
         f"{pct(measured.server_cpu_pct)}"
         + (f", link emulator CPU {pct(LINK_CPU[label])}" if label in LINK_CPU else "")
     )
+    for kind, message in list(measured.outcome.first_error.items())[:3]:
+        progress(f"{label}: first '{kind}' failure: {message[:300]}")
     return measured
 
 
