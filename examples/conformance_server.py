@@ -5,7 +5,8 @@ Run: ``python examples/conformance_server.py --port 3999`` then
 ``--requirements 2025-11-25``: one endpoint serves both eras). ``--stdio`` serves stdio.
 
 It exposes the ``test_*`` tools, ``test://`` resources and ``test_*`` prompts that the
-suite's scenarios call, the diagnostic tools of ``server-stateless``, and the MRTR tools.
+suite's scenarios call, the diagnostic tools of ``server-stateless``, the MRTR tools and
+the task tools of the ``tasks-*`` scenarios.
 Everything is written with the public millimcp API, so it doubles as an example of it.
 """
 
@@ -16,7 +17,7 @@ import asyncio
 from typing import Any
 
 from millimcp import Context, InputRequired, Server, ToolError, content
-from millimcp.errors import MissingClientCapability
+from millimcp.errors import InternalError, MissingClientCapability
 from millimcp.protocol.types import (
     CreateMessageParams,
     CreateMessageRequest,
@@ -365,6 +366,58 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
     }
     answer = await ctx.elicit("Please pick some options", schema)
     return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+# -- tasks (the tasks-* scenarios: the io.modelcontextprotocol/tasks extension) ---------------
+
+
+@server.tool(description="Greets someone, synchronously (never a task).")
+async def greet(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@server.tool(description="Sleeps for `seconds`, then answers; a task.", task="optional")
+async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds:g} s"
+
+
+@server.tool(description="Fails with a tool error after about a second; a task.", task="required")
+async def failing_job() -> str:
+    await asyncio.sleep(1.0)
+    raise ToolError("The job failed (a tool error, on purpose)")
+
+
+@server.tool(description="Fails with a JSON-RPC error; a task.", task="optional")
+async def protocol_error_job() -> str:
+    await asyncio.sleep(0.1)
+    raise InternalError("The job hit an internal error (on purpose)")
+
+
+@server.tool(description="Asks for a confirmation inside the task, then deletes.", task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    answer = await ctx.elicit(f"Delete {filename}?", _boolean_schema("confirm"), key="confirm")
+    confirmed = answer.action == "accept" and (answer.content or {}).get("confirm") is True
+    return f"Deleted {filename}" if confirmed else f"Kept {filename}"
+
+
+@server.tool(description="Asks two questions at once inside the task.", task="optional")
+async def multi_input(ctx: Context) -> str:
+    answers = await ctx.request_input(
+        {"first": _form("First name?", "name"), "second": _form("Second name?", "name")}
+    )
+    return f"Received {len(answers)} answers"
+
+
+@server.tool(
+    description="Asks the user's name through MRTR, then runs as a task.",
+    task="required",
+    ask_first={"user_name": _form("What is your name?", "name")},
+)
+async def test_tool_with_task(ctx: Context) -> str:
+    answer = await ctx.elicit("What is your name?", _name_schema("name"), key="user_name")
+    await asyncio.sleep(0.2)
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}! (from a task)"
 
 
 # -- resources --------------------------------------------------------------------------------

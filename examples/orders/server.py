@@ -531,7 +531,7 @@ def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
         _log_call("list_orders", arguments, body, started)
         return body
 
-    @tool(annotations=READ_ONLY)
+    @tool(annotations=READ_ONLY, task="optional")  # a task for clients that ask (docs/tasks.md)
     async def analyze_orders(
         customer_id: CustomerId, ctx: Context, days: Days = HISTORY_DAYS
     ) -> str:

@@ -1,6 +1,6 @@
 """The architecture's import rules (docs: /ARCHITECTURE.md, "Rooms (import only downward)").
 
-Layers, top to bottom: lab > server | client > cache | tensor > session > transports >
+Layers, top to bottom: lab > server | client > cache | tensor | tasks > session > transports >
 resilience | observe > protocol > codec > errors. A module imports only from its own room or
 from rooms below it; rooms on the same layer do not import each other. The top-level modules
 (``__init__``, ``__main__``, ``cli``, ``_worker``) are the application and may import anything.
@@ -31,6 +31,7 @@ RANKS: dict[str, int] = {
     "session": 5,
     "cache": 6,
     "tensor": 6,
+    "tasks": 6,
     "server": 7,
     "client": 7,
     "lab": 8,

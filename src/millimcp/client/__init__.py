@@ -10,6 +10,7 @@ from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHa
 from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, Notification, ToolResult
 from millimcp.client.subscription import Subscription
+from millimcp.client.tasks import Task, TaskCancelled
 
 __all__ = [
     "Client",
@@ -20,5 +21,7 @@ __all__ = [
     "RootsSource",
     "SamplingHandler",
     "Subscription",
+    "Task",
+    "TaskCancelled",
     "ToolResult",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, Unpack
+from typing import Any, Final, Literal, Unpack, overload
 
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
@@ -26,9 +26,10 @@ from millimcp.client.link import Link
 from millimcp.client.options import ClientOptions
 from millimcp.client.results import ClientStats, ToolResult
 from millimcp.client.subscription import Subscription
+from millimcp.client.tasks import Task, needs_tasks, wait_for_task
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch, MissingExtra
+from millimcp.errors import HeaderMismatch, MissingClientCapability, MissingExtra
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -36,6 +37,7 @@ from millimcp.protocol.types import (
     CompleteResult,
     Completion,
     CompletionRef,
+    CreateTaskResult,
     GetPromptResult,
     Implementation,
     Prompt,
@@ -53,6 +55,9 @@ from millimcp.resilience.policy import Limits, Retry, Timeout
 __all__ = ["Client"]
 
 _CALL: Final[ReplyDecoder[CallToolResult]] = reply_decoder("tools/call")
+_CALL_OR_TASK: Final[ReplyDecoder[CallToolResult]] = ReplyDecoder(
+    CallToolResult, input_required=True, task=True
+)
 _READ: Final[ReplyDecoder[ReadResourceResult]] = reply_decoder("resources/read")
 _PROMPT: Final[ReplyDecoder[GetPromptResult]] = reply_decoder("prompts/get")
 _COMPLETE: Final[ReplyDecoder[CompleteResult]] = reply_decoder("completion/complete")
@@ -270,16 +275,43 @@ class Client:
         tools: list[Tool] = await self._catalog.read("tools", self._per_call(timeout))
         return tools
 
+    @overload
     async def call_tool(
         self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
+        as_task: Literal[True],
         timeout: Timeout | float | None = None,
         on_progress: OnProgress | None = None,
         idempotent: bool | None = None,
         tensor_type: TensorType | None = None,
-    ) -> ToolResult:
+    ) -> Task: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        as_task: Literal[False] = False,
+        timeout: Timeout | float | None = None,
+        on_progress: OnProgress | None = None,
+        idempotent: bool | None = None,
+        tensor_type: TensorType | None = None,
+    ) -> ToolResult: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        as_task: bool = False,
+        timeout: Timeout | float | None = None,
+        on_progress: OnProgress | None = None,
+        idempotent: bool | None = None,
+        tensor_type: TensorType | None = None,
+    ) -> ToolResult | Task:
         """Call a tool. ``timeout`` (seconds or a :class:`Timeout`) overrides the tool's own
         (``dev.millimcp/timeoutMs``, learned from :meth:`list_tools`) and the client's.
 
@@ -288,6 +320,13 @@ class Client:
         ``on_progress(progress, total, message)`` gets the tool's progress notifications.
         Argument values may be numpy arrays or torch tensors (or dicts of them); the result's
         tensors are in ``.tensors``, as ``tensor_type`` says (see :meth:`over_http`).
+
+        ``as_task=True`` declares the tasks extension on the call and returns a
+        :class:`~millimcp.client.tasks.Task` as soon as the server created one (a finished
+        one when the server answered at once): follow it, answer it, cancel it or await its
+        result meanwhile. Without it, a tool that requires a task (the server answers
+        -32021 naming the extension) is called again as a task and waited for, within the
+        call's ``timeout``: existing code keeps working.
 
         Over HTTP, a ``-32020`` (the server wants ``Mcp-Param-*`` headers the client did not
         know of) makes the client read ``tools/list`` again and resend once, as the spec
@@ -310,37 +349,60 @@ class Client:
         attachment = None if tensor_call is None else tensor_call.parts
         params = {"name": name, "arguments": {} if arguments is None else arguments}
         deadline = self._per_call(timeout)
-        for resend in (False, True):
+        tasks = as_task
+        resent = False
+        while True:
             try:
                 result, received = await self._pipeline.call_with_attachment(
                     "tools/call",
                     params,
-                    _CALL,
+                    _CALL_OR_TASK if tasks else _CALL,
                     name=name,
                     extra_headers=extra,
                     idempotent=bool(idempotent),
                     timeout=deadline,
                     on_progress=on_progress,
                     attachment=attachment,
+                    tasks=tasks,
                 )
                 break
-            except HeaderMismatch:
-                if resend or not http or not arguments:
+            except MissingClientCapability as exc:
+                if tasks or not needs_tasks(exc):
                     raise
+                tasks = True  # the tool runs only as a task: call it as one, and wait
+            except HeaderMismatch:
+                if resent or not http or not arguments:
+                    raise
+                resent = True
                 self._lists.invalidate("tools")
                 await self.list_tools()
                 info = self._catalog.tools.get(name)
                 if info is None or not info.headers:
                     raise
                 extra = param_headers(info.headers, arguments)
+        if isinstance(result, CreateTaskResult):
+            task = Task(self._pipeline, result)
+            if as_task:
+                return task
+            return await wait_for_task(task, deadline or self._timeout)
         content = narrow_blocks(result.content)
-        return ToolResult(
+        tool_result = ToolResult(
             content,
             result.structured_content,
             bool(result.is_error),
             result.meta,
             None if codec is None else codec.decode(content, tensor_call, tensor_type, received),
         )
+        if as_task:
+            return Task.finished(self._pipeline, tool_result)
+        return tool_result
+
+    async def task(self, task_id: str) -> Task:
+        """The task ``task_id`` as the server has it now (``tasks/get``): resume following a
+        task after a reconnect or a restart (the id is all a client needs to keep)."""
+        task = Task.resume(self._pipeline, task_id)
+        await task.refresh()
+        return task
 
     # -- resources ------------------------------------------------------------------------
 

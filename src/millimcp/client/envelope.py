@@ -23,6 +23,7 @@ from millimcp.protocol.types import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
 )
+from millimcp.protocol.types import TASKS_EXTENSION as TASKS
 
 __all__ = ["Envelope", "traceparent"]
 
@@ -76,6 +77,7 @@ class Envelope:
         "generation",
         "head",
         "http",
+        "task_head",
         "version",
     )
 
@@ -90,6 +92,9 @@ class Envelope:
         self.head = _HANDSHAKE_HEAD
         """This era's ``_meta`` up to the ``traceparent`` value: a request's ``_meta`` is
         ``head + traceparent + TRACE_TAIL``, or with ``","progressToken":N}`` as its tail."""
+        self.task_head = _HANDSHAKE_HEAD
+        """:attr:`head` with the tasks extension declared too (modern era): the ``_meta`` of
+        a call that may become a task, and of ``tasks/*``."""
         self._headers: dict[tuple[str, str | None], Mapping[str, str]] = {}
         load_otel()
 
@@ -106,13 +111,17 @@ class Envelope:
             META_CLIENT_INFO: self.client_info,
         }
         self.head = encode(meta)[:-1] + b',"traceparent":"'
+        capabilities = dict(self.capabilities or {})
+        capabilities["extensions"] = {**(capabilities.get("extensions") or {}), TASKS: {}}
+        meta[META_CLIENT_CAPABILITIES] = capabilities
+        self.task_head = encode(meta)[:-1] + b',"traceparent":"'
         self._switched()
 
     def use_handshake(self, version: str | None) -> None:
         """Send the handshake era's requests (``version`` None until ``initialize`` chose)."""
         self.era = "handshake"
         self.version = version
-        self.head = _HANDSHAKE_HEAD
+        self.head = self.task_head = _HANDSHAKE_HEAD
         self._switched()
 
     def headers_for(self, method: str, name: str | None) -> Mapping[str, str]:

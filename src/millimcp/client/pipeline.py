@@ -115,8 +115,10 @@ class Pipeline:
         idempotent: bool = True,
         timeout: Timeout | None = None,
         on_progress: OnProgress | None = None,
+        tasks: bool = False,
     ) -> T:
-        """Run one request to its final result (see the module docstring)."""
+        """Run one request to its final result (see the module docstring). ``tasks``: the
+        request declares the tasks extension (a ``tools/call`` may become a task)."""
         result, _ = await self.call_with_attachment(
             method,
             params,
@@ -126,6 +128,7 @@ class Pipeline:
             idempotent=idempotent,
             timeout=timeout,
             on_progress=on_progress,
+            tasks=tasks,
         )
         return result
 
@@ -141,6 +144,7 @@ class Pipeline:
         timeout: Timeout | None = None,
         on_progress: OnProgress | None = None,
         attachment: Attachment | None = None,
+        tasks: bool = False,
     ) -> tuple[T, memoryview | None]:
         """:meth:`call`, sending ``attachment`` with the request (each round and retry) and
         returning the final reply's attachment beside its result."""
@@ -165,6 +169,7 @@ class Pipeline:
                     deadline,
                     token,
                     attachment,
+                    tasks,
                 ),
                 deadline,
                 what=method if name is None else f"{method} {name!r}",
@@ -192,6 +197,7 @@ class Pipeline:
         deadline: Deadline,
         token: int | None,
         attachment: Attachment | None,
+        tasks: bool = False,
     ) -> tuple[T, memoryview | None]:
         trace = traceparent()
         gate = self.gate
@@ -200,7 +206,16 @@ class Pipeline:
             async with gate:
                 reply = await call_with_retries(
                     lambda params=params: self._attempt(  # type: ignore[misc]
-                        method, params, name, extra, token, trace, self.recovering, attachment, None
+                        method,
+                        params,
+                        name,
+                        extra,
+                        token,
+                        trace,
+                        self.recovering,
+                        attachment,
+                        None,
+                        tasks,
                     ),
                     self.retry,
                     idempotent=idempotent,
@@ -224,6 +239,7 @@ class Pipeline:
         recover: bool,
         attachment: Attachment | None,
         inbox: Inbox | None,
+        tasks: bool = False,
     ) -> Reply:
         """One request on the link: its reply (a result), or the error it came back with.
         ``inbox``: the request opens a stream, whose messages go there."""
@@ -236,10 +252,11 @@ class Pipeline:
         while True:
             generation = envelope.generation
             request_id = next(self._ids)
+            head = envelope.task_head if tasks else envelope.head
             if token is None:  # the era's _meta with this call's traceparent spliced in
-                meta = envelope.head + trace.encode() + TRACE_TAIL
+                meta = head + trace.encode() + TRACE_TAIL
             else:
-                meta = envelope.head + trace.encode() + b'","progressToken":%d}' % token
+                meta = head + trace.encode() + b'","progressToken":%d}' % token
             params["_meta"] = msgspec.Raw(meta)
             headers = envelope.headers_for(method, name)
             if extra:

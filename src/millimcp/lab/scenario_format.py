@@ -28,7 +28,9 @@ The format (TOML, read with the standard library's ``tomllib``)::
     ]
 
 Steps run in order; the calls of a ``parallel`` step run concurrently and the next step
-starts when all of them have ended. Every string in ``args`` may hold templates:
+starts when all of them have ended. A call with ``as_task = true`` is started as a task (the
+tasks extension) and the next steps start at once; the iteration ends when it has its result
+too, and later steps cannot read its value. Every string in ``args`` may hold templates:
 
 - ``"{{ expr }}"`` as the whole string gives the expression's value with its type (an int
   stays an int); ``"id-{{ expr }}"`` formats it into the string (JSON for lists and objects).
@@ -330,6 +332,8 @@ class Call:
     args: Any
     """The arguments as written in the file (templates unfilled)."""
     timeout: float | None = None
+    as_task: bool = False
+    """Started as a task (``call_tool(..., as_task=True)``); the steps after it do not wait."""
     build: _Eval = field(default=lambda ctx: {}, repr=False, compare=False)
     """Builds the arguments of one call from an iteration's context."""
 
@@ -474,7 +478,8 @@ def parse_scenario(text: str, *, default_name: str = "scenario") -> Scenario:
             call = _parse_call(raw, where, frozenset(known), declared, referenced)
             _check_name(call.name, where, taken)
             taken.add(call.name)
-            known.add(call.name)
+            if not call.as_task:  # a task's value comes after the steps that follow it
+                known.add(call.name)
             steps.append(call)
     return Scenario(
         name=name,
@@ -519,7 +524,7 @@ def _parse_call(
 ) -> Call:
     if not isinstance(raw, dict):
         raise ConfigurationError(f"{where}: must be a table")
-    _check_keys(raw, {"name", "tool", "args", "timeout"}, where)
+    _check_keys(raw, {"name", "tool", "args", "timeout", "as_task"}, where)
     name, tool, args = raw.get("name"), raw.get("tool"), raw.get("args", {})
     if isinstance(name, str):
         where = f"step {name!r}"
@@ -531,7 +536,17 @@ def _parse_call(
         raise ConfigurationError(f"{where}: args must be a table")
     compiler = _Compiler(f"{where} args", known, declared - known, referenced)
     build, _ = _compile_value(args, compiler)
-    return Call(name=name, tool=tool, args=args, timeout=_timeout(raw, where), build=build)
+    as_task = raw.get("as_task", False)
+    if not isinstance(as_task, bool):
+        raise ConfigurationError(f"{where}: as_task must be true or false")
+    return Call(
+        name=name,
+        tool=tool,
+        args=args,
+        timeout=_timeout(raw, where),
+        as_task=as_task,
+        build=build,
+    )
 
 
 def load_scenario(path: str | Path) -> Scenario:

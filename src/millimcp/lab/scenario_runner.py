@@ -29,7 +29,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from millimcp.errors import ConfigurationError
 from millimcp.lab.results import TOOL_ERROR, error_kind
@@ -41,7 +41,7 @@ from millimcp.lab.scenario_format import (
 )
 
 if TYPE_CHECKING:
-    from millimcp.client import Client
+    from millimcp.client import Client, ToolResult
 
 __all__ = [
     "REFERENCE_ERROR",
@@ -267,9 +267,23 @@ class StepRunner:
         self.scenario = scenario
 
     async def iterate(self, ticket: Ticket, context: IterationContext) -> str | None:
-        """One pass over the steps; the kind of the first failure, or None."""
+        """One pass over the steps; the kind of the first failure, or None. Steps started
+        as tasks run on while the next ones do; the iteration waits for them at its end."""
+        background: list[asyncio.Task[str | None]] = []  # as_task steps still running
+        try:
+            kind = await self._steps(ticket, context, background)
+        finally:
+            ended = await asyncio.gather(*background)
+        return kind or next((found for found in ended if found is not None), None)
+
+    async def _steps(
+        self, ticket: Ticket, context: IterationContext, background: list[asyncio.Task[Any]]
+    ) -> str | None:
         outcome = ticket.outcome
         for step in self.scenario.steps:
+            if isinstance(step, Call) and step.as_task:
+                background.append(asyncio.ensure_future(self.call(ticket, step, context)))
+                continue
             if isinstance(step, Call):
                 kind = await self.call(ticket, step, context)
             else:
@@ -297,7 +311,10 @@ class StepRunner:
         timeout = call.timeout if call.timeout is not None else self.scenario.timeout
         started = time.perf_counter()
         try:
-            result = await ticket.client.call_tool(call.tool, arguments, timeout=timeout)
+            if call.as_task:
+                result = await _as_task(ticket.client, call.tool, arguments, timeout)
+            else:
+                result = await ticket.client.call_tool(call.tool, arguments, timeout=timeout)
         except Exception as exc:  # every failure is counted, none stops the run
             return self.failed(ticket, call, error_kind(exc), f"{type(exc).__name__}: {exc}")
         elapsed_ms = (time.perf_counter() - started) * 1000.0
@@ -315,6 +332,13 @@ class StepRunner:
             outcome.steps[call.name].errors[kind] += 1
             outcome.first_error.setdefault(kind, f"{call.name}: {message}"[:500])
         return kind
+
+
+async def _as_task(client: Client, tool: str, arguments: Any, seconds: float | None) -> ToolResult:
+    """A call started as a task, to its result (within ``seconds``, if given)."""
+    task = await client.call_tool(tool, arguments, timeout=seconds, as_task=True)
+    async with asyncio.timeout(seconds):
+        return await task.result()
 
 
 async def run_agents(

@@ -19,11 +19,16 @@ from millimcp.errors import ProtocolError
 from millimcp.protocol.types import (
     CallToolParams,
     CallToolResult,
+    CancelTaskParams,
     CompleteParams,
     CompleteResult,
+    CreateTaskResult,
     DiscoverResult,
+    EmptyResult,
     GetPromptParams,
     GetPromptResult,
+    GetTaskParams,
+    GetTaskResult,
     InitializeParams,
     InitializeResult,
     InputRequiredResult,
@@ -40,6 +45,7 @@ from millimcp.protocol.types import (
     RequestParams,
     SetLevelParams,
     SubscribeParams,
+    UpdateTaskParams,
 )
 
 __all__ = ["LEGACY_ONLY", "METHODS", "MODERN_ONLY", "MethodSpec", "ReplyDecoder", "reply_decoder"]
@@ -51,7 +57,8 @@ class MethodSpec(NamedTuple):
     params: type[Any]
     result: type[Any]
     name_field: str | None = None
-    """The params field mirrored in the ``Mcp-Name`` header, if any."""
+    """The params attribute mirrored in the ``Mcp-Name`` header, if any (``task_id``: its
+    wire name is the camelCase ``taskId``)."""
     input_required: bool = False
     """Whether the method may answer with an ``InputRequiredResult`` (MRTR)."""
     era: Literal["modern", "legacy"] | None = None
@@ -74,6 +81,10 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "logging/setLevel": MethodSpec(SetLevelParams, LegacyEmptyResult, era="legacy"),
     "resources/subscribe": MethodSpec(SubscribeParams, LegacyEmptyResult, era="legacy"),
     "resources/unsubscribe": MethodSpec(SubscribeParams, LegacyEmptyResult, era="legacy"),
+    # the tasks extension (io.modelcontextprotocol/tasks); Mcp-Name carries the task id
+    "tasks/get": MethodSpec(GetTaskParams, GetTaskResult, "task_id", era="modern"),
+    "tasks/update": MethodSpec(UpdateTaskParams, EmptyResult, "task_id", era="modern"),
+    "tasks/cancel": MethodSpec(CancelTaskParams, EmptyResult, "task_id", era="modern"),
 }
 
 MODERN_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "modern")
@@ -81,7 +92,8 @@ LEGACY_ONLY: Final = frozenset(m for m, spec in METHODS.items() if spec.era == "
 
 
 class ReplyDecoder(Generic[T]):
-    """How a reply's ``result`` is read: one type, plus ``input_required`` for MRTR methods.
+    """How a reply's ``result`` is read: one type, plus ``input_required`` for MRTR methods
+    (and ``task``: a ``CreateTaskResult``, for a call that declared the tasks extension).
 
     A result without ``resultType`` is complete (the spec's rule for older servers), and
     unknown fields are ignored, so one decoder reads servers of either era.
@@ -89,11 +101,15 @@ class ReplyDecoder(Generic[T]):
 
     __slots__ = ("single", "union")
 
-    def __init__(self, result: type[T], *, input_required: bool = False) -> None:
+    def __init__(
+        self, result: type[T], *, input_required: bool = False, task: bool = False
+    ) -> None:
         self.single: msgspec.json.Decoder[T] = msgspec.json.Decoder(result)
-        self.union: msgspec.json.Decoder[Any] | None = (
-            msgspec.json.Decoder(result | InputRequiredResult) if input_required else None
-        )
+        self.union: msgspec.json.Decoder[Any] | None = None
+        if task:  # the tasks extension: a CreateTaskResult may come instead
+            self.union = msgspec.json.Decoder(result | InputRequiredResult | CreateTaskResult)
+        elif input_required:
+            self.union = msgspec.json.Decoder(result | InputRequiredResult)
 
     def __repr__(self) -> str:
         return f"<ReplyDecoder {self.single.type!r} mrtr={self.union is not None}>"

@@ -9,6 +9,7 @@ from typing import Literal
 from millimcp.cache import CacheConfig
 from millimcp.resilience import ConcurrencyLimit
 from millimcp.session import SessionConfig
+from millimcp.tasks import TaskConfig
 
 __all__ = ["ServerConfig"]
 
@@ -59,3 +60,6 @@ class ServerConfig:
     opentelemetry: bool = False
     """Trace every request as an OpenTelemetry span after the MCP semantic conventions,
     parented on ``_meta.traceparent`` (extra ``otel``; the global tracer provider)."""
+    tasks: TaskConfig = field(default_factory=TaskConfig)
+    """Tools as tasks (the tasks extension): the default mode of a tool, the TTL and polling
+    hint of a task, its deadline, and the store (memory, or Redis for several replicas)."""

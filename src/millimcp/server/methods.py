@@ -12,7 +12,7 @@ lists, discovery, subscriptions and ``ping`` never wait. Every result carries th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -22,11 +22,13 @@ from millimcp.observe import TRACE, current_record
 from millimcp.protocol import MODERN_VERSIONS
 from millimcp.protocol.types import (
     META_SERVER_INFO,
+    TASKS_EXTENSION,
     CallToolParams,
     CallToolResult,
     CompleteParams,
     CompleteResult,
     Completion,
+    CreateTaskResult,
     DiscoverResult,
     GetPromptParams,
     GetPromptResult,
@@ -48,6 +50,7 @@ from millimcp.protocol.types import (
     SetLevelParams,
     SubscribeParams,
 )
+from millimcp.protocol.types.tasks import detailed
 from millimcp.resilience import InFlightLimiter
 from millimcp.server.config import ServerConfig
 from millimcp.server.invoke import context_parameter
@@ -56,8 +59,10 @@ from millimcp.server.offload import Pools
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.registry import Registry
 from millimcp.server.resources import ResourceEntry
+from millimcp.server.tasks import TaskMethods
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, RequestHandler
+from millimcp.tasks import TaskRecord
 from millimcp.tensor.extension import EXTENSION as TENSOR_EXTENSION
 from millimcp.tensor.extension import capability as tensor_capability
 
@@ -89,6 +94,7 @@ class Methods:
         "notifier",
         "prompts",
         "resources",
+        "tasks",
         "templates",
         "tools",
     )
@@ -124,6 +130,9 @@ class Methods:
         self._result_meta = (
             {META_SERVER_INFO: msgspec.to_builtins(info)} if config.server_info_in_results else None
         )
+        self.tasks = TaskMethods(config.tasks, self._result_meta)
+        """Tool calls as tasks, and ``tasks/get|update|cancel`` (the tasks extension)."""
+        self.tasks.manager.watchers.append(self._task_changed)
 
     def __repr__(self) -> str:
         return f"<Methods of {self.info.name!r}>"
@@ -149,12 +158,21 @@ class Methods:
             prompts={"listChanged": True} if self.prompts else None,
             completions={} if self.completer is not None else None,
             logging={},
-            extensions=(
-                {TENSOR_EXTENSION: tensor_capability()}
-                if any(entry.tensors for entry in self.tools)
-                else None
-            ),
+            extensions=self._extensions(),
         )
+
+    def _task_changed(self, record: TaskRecord) -> None:
+        """A task changed here: its status to the listeners that asked (if any listens)."""
+        if len(self.notifier):
+            self.notifier.task_changed(detailed(record.detailed()))
+
+    def _extensions(self) -> dict[str, Any] | None:
+        extensions: dict[str, Any] = {}
+        if any(entry.tensors for entry in self.tools):
+            extensions[TENSOR_EXTENSION] = tensor_capability()
+        if any(entry.task is not None for entry in self.tools):
+            extensions[TASKS_EXTENSION] = {}
+        return extensions or None
 
     def handlers(self) -> dict[str, RequestHandler]:
         """The method table, for the session layer."""
@@ -176,6 +194,7 @@ class Methods:
             "resources/unsubscribe": self._unsubscribe,
             "ping": _ping,
             "logging/setLevel": _set_level,
+            **self.tasks.handlers(),
         }
 
     def _limited(self, handler: RequestHandler) -> RequestHandler:
@@ -246,13 +265,21 @@ class Methods:
 
     # -- work methods -----------------------------------------------------------------------
 
-    async def _call_tool(self, params: CallToolParams, ctx: Context) -> CallToolResult:
+    async def _call_tool(
+        self, params: CallToolParams, ctx: Context
+    ) -> CallToolResult | CreateTaskResult:
         entry = self._tools.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool: {params.name}", {"name": params.name})
         lifespan = self.lifespan
         if lifespan is not None:  # a context starts with None: no store without a lifespan
             ctx.lifespan = lifespan
+        if entry.task is not None:
+            started = await self.tasks.start(
+                entry.task, entry.ask_first, params, ctx, self._task_runner(entry)
+            )
+            if started is not None:
+                return started
         # Backpressure: the tool's own limit first (a call queued for a busy tool holds no
         # server slot), then the server's.
         tool_limiter = entry.limiter
@@ -276,6 +303,24 @@ class Methods:
             if record is not None:
                 record.tool_error = True
         return result
+
+    def _task_runner(self, entry: ToolEntry) -> Callable[[bytes, Context], Awaitable[Any]]:
+        """How a task runs ``entry``: behind the tool's own limit (not the server's: a task
+        is not a request in flight)."""
+
+        async def run(arguments: bytes, ctx: Context) -> CallToolResult:
+            tool_limiter = entry.limiter
+            if tool_limiter is not None and not tool_limiter.try_acquire():
+                await tool_limiter.acquire()
+            try:
+                result = await entry.call(arguments, ctx, self._pools)
+            finally:
+                if tool_limiter is not None:
+                    tool_limiter.release()
+            result.meta = None
+            return result
+
+        return run
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
         uri = params.uri
@@ -333,7 +378,12 @@ class Methods:
         return CompleteResult(completion=completion, meta=self._result_meta)
 
     async def _listen(self, params: ListenParams, ctx: Context) -> ListenResult:
-        subscription = await self.notifier.listen(params.notifications, ctx)
+        wanted = params.notifications
+        if wanted.task_ids:
+            wanted = msgspec.structs.replace(
+                wanted, task_ids=await self.tasks.agreed(wanted.task_ids, ctx)
+            )
+        subscription = await self.notifier.listen(wanted, ctx)
         meta = dict(self._result_meta or {})
         meta.update(subscription)
         return ListenResult(meta=meta)

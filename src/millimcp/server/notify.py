@@ -4,7 +4,9 @@ A modern-era client holds a ``subscriptions/listen`` request open; each change i
 is queued on its :class:`Listener` and sent on that request's stream. A listener whose queue
 is full (a consumer this far behind) is closed rather than allowed to grow without bound. A
 handshake-era session (the ones that sent ``initialize``) gets the same notifications posted
-on its standalone stream; a session is dropped from the fan-out when it is collected.
+on its standalone stream; a session is dropped from the fan-out when it is collected. Task
+status notifications (``notifications/tasks``, the tasks extension) go to the listeners that
+named the task in ``taskIds``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import contextlib
 import weakref
 from typing import Any, Final
 
+import msgspec
+
 from millimcp.protocol import encode_notification
 from millimcp.protocol.types import (
     META_SUBSCRIPTION_ID,
     ResourceUpdatedParams,
     SubscriptionFilter,
     SubscriptionsAcknowledgedParams,
+    TaskStatusParams,
 )
 from millimcp.session import Context, Session
 
@@ -32,18 +37,20 @@ LIST_CHANGED: Final = {  # registry kind -> (notification, SubscriptionFilter fl
     "templates": ("notifications/resources/list_changed", "resources_list_changed"),
 }
 _UPDATED: Final = "notifications/resources/updated"
+_TASK_STATUS: Final = "notifications/tasks"
 _CLOSED: Final = object()
 
 
 class Listener:
     """One ``subscriptions/listen`` stream: its agreed filter and a bounded queue of
-    ``(method, uri or None)`` to send."""
+    ``(method, uri, task status or None)`` to send."""
 
-    __slots__ = ("filter", "queue", "resources")
+    __slots__ = ("filter", "queue", "resources", "tasks")
 
     def __init__(self, agreed: SubscriptionFilter, size: int) -> None:
         self.filter = agreed
         self.resources = frozenset(agreed.resource_subscriptions or ())
+        self.tasks = frozenset(agreed.task_ids or ())
         self.queue: asyncio.Queue[Any] = asyncio.Queue(size)
 
 
@@ -92,6 +99,12 @@ class Notifier:
                     message = encode_notification(_UPDATED, ResourceUpdatedParams(uri=uri))
                 session.post(message)
 
+    def task_changed(self, status: TaskStatusParams) -> None:
+        """Send a task's new detailed state to every listener that named the task."""
+        for listener in tuple(self._listeners):
+            if status.task_id in listener.tasks:
+                self._deliver(listener, _TASK_STATUS, None, status)
+
     async def listen(self, wanted: SubscriptionFilter, ctx: Context) -> dict[str, Any]:
         """Serve one ``subscriptions/listen`` request until :meth:`close` or overflow.
 
@@ -104,6 +117,7 @@ class Notifier:
             prompts_list_changed=wanted.prompts_list_changed or None,
             resources_list_changed=wanted.resources_list_changed or None,
             resource_subscriptions=wanted.resource_subscriptions,
+            task_ids=wanted.task_ids,
         )
         subscription = {META_SUBSCRIPTION_ID: ctx.request_id}
         listener = Listener(agreed, self.queue_size)
@@ -117,12 +131,14 @@ class Notifier:
                 item = await listener.queue.get()
                 if item is _CLOSED:
                     break
-                method, uri = item
-                params: Any = (
-                    ResourceUpdatedParams(uri=uri, meta=subscription)
-                    if uri is not None
-                    else {"_meta": subscription}
-                )
+                method, uri, task = item
+                params: Any
+                if task is not None:
+                    params = msgspec.structs.replace(task, meta=subscription)
+                elif uri is not None:
+                    params = ResourceUpdatedParams(uri=uri, meta=subscription)
+                else:
+                    params = {"_meta": subscription}
                 await ctx.send_notification(method, params)
         finally:
             self._listeners.discard(listener)
@@ -135,9 +151,15 @@ class Notifier:
                 listener.queue.put_nowait(_CLOSED)
         self._listeners.clear()
 
-    def _deliver(self, listener: Listener, method: str, uri: str | None) -> None:
+    def _deliver(
+        self,
+        listener: Listener,
+        method: str,
+        uri: str | None,
+        task: TaskStatusParams | None = None,
+    ) -> None:
         try:
-            listener.queue.put_nowait((method, uri))
+            listener.queue.put_nowait((method, uri, task))
         except asyncio.QueueFull:
             self._listeners.discard(listener)
             listener.queue.get_nowait()

@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from millimcp.cache import Cache
 from millimcp.errors import ConfigurationError
-from millimcp.protocol.types import ToolAnnotations
+from millimcp.protocol.types import InputRequest, ToolAnnotations
 from millimcp.resilience import ConcurrencyLimit
+from millimcp.tasks import TaskMode
 
 __all__ = ["ToolOptions"]
 
@@ -56,11 +57,24 @@ class ToolOptions:
     executor: Literal["thread", "process"] = "thread"
     """Where a sync function runs: the server's thread pool, or its process pool (a
     CPU-bound, module-level function that takes no ``Context``)."""
+    task: TaskMode | None = None
+    """Run a call as a task (the tasks extension): ``"optional"`` when the client negotiated
+    the extension on the call, ``"required"`` always (-32021 for a client without it),
+    ``"never"``; ``None``: the server's ``ServerConfig.tasks.default``."""
+    ask_first: dict[str, InputRequest] | None = None
+    """Input a task tool asks through MRTR on the call itself, before the task is created;
+    the handler finds the answers under these keys (``ctx.elicit(..., key=...)``)."""
 
     def __post_init__(self) -> None:
         if self.executor not in ("thread", "process"):
             raise ConfigurationError(
                 f"executor must be 'thread' or 'process', not {self.executor!r}"
             )
+        if self.task not in (None, "never", "optional", "required"):
+            raise ConfigurationError(
+                f"task must be 'never', 'optional' or 'required', not {self.task!r}"
+            )
+        if self.ask_first and self.task in (None, "never"):
+            raise ConfigurationError("ask_first= needs task='optional' or task='required'")
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigurationError(f"timeout must be positive seconds, not {self.timeout!r}")

@@ -21,7 +21,13 @@ from typing import Any, Literal, TypeVar, overload
 
 from millimcp.cache import Cache, CacheStore
 from millimcp.protocol import RequestStateSealer
-from millimcp.protocol.types import CacheScope, Implementation, ServerCapabilities, ToolAnnotations
+from millimcp.protocol.types import (
+    CacheScope,
+    Implementation,
+    InputRequest,
+    ServerCapabilities,
+    ToolAnnotations,
+)
 from millimcp.resilience import ConcurrencyLimit, InFlightLimiter
 from millimcp.server.config import ServerConfig
 from millimcp.server.methods import Methods
@@ -33,6 +39,7 @@ from millimcp.server.registry import Registry
 from millimcp.server.resources import ResourceEntry
 from millimcp.server.tools import ToolEntry
 from millimcp.session import HttpEndpoint, Mrtr, RequestHandler, Router
+from millimcp.tasks import TaskManager, TaskMode
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 from millimcp.transports.stdio import StdioConfig
 
@@ -155,6 +162,8 @@ class Server:
         invalidates: Sequence[str] = (),
         concurrency: ConcurrencyLimit | None = None,
         executor: Literal["thread", "process"] = "thread",
+        task: TaskMode | None = None,
+        ask_first: dict[str, InputRequest] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, name: Any = None, **options: Any) -> Any:
@@ -180,6 +189,8 @@ class Server:
     def _add_tool(self, fn: F, options: ToolOptions) -> F:
         if options.timeout is None and self.config.tool_timeout_s is not None:
             options = dataclasses.replace(options, timeout=self.config.tool_timeout_s)
+        if options.task is None and self.config.tasks.default != "never":
+            options = dataclasses.replace(options, task=self.config.tasks.default)
         needs_store = options.cache is not None or bool(options.invalidates)
         entry = ToolEntry(fn, options, store=self.cache if needs_store else None)
         self._tool_registry.add(entry.name, entry)
@@ -409,6 +420,7 @@ class Server:
         finally:
             methods.lifespan = None
             self.close()
+            await methods.tasks.manager.close()
             if self._cache is not None:
                 await self._cache.close()
 
@@ -427,6 +439,12 @@ class Server:
         if self._cache is None:
             self._cache = CacheStore(self.config.cache)
         return self._cache
+
+    @property
+    def tasks(self) -> TaskManager:
+        """The server's tasks (``@server.tool(task=...)``): their store (``ServerConfig.tasks``)
+        and the handlers running in this process."""
+        return self._methods.tasks.manager
 
     @property
     def executor(self) -> ThreadPoolExecutor:

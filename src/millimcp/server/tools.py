@@ -70,6 +70,7 @@ class ToolEntry:
 
     __slots__ = (
         "args",
+        "ask_first",
         "cached",
         "definition",
         "fn",
@@ -83,6 +84,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "task",
         "tensors",
         "text_mirror",
         "timeout",
@@ -100,6 +102,9 @@ class ToolEntry:
         self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
         self.timeout = options.timeout
+        self.task = None if options.task in (None, "never") else options.task
+        """``"optional"`` or ``"required"``: the call may run as a task; None: never."""
+        self.ask_first = options.ask_first
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
         self.invoke = Invoker(
             fn, context_param=self.args.context_param, timeout=self.timeout, process=self.process

@@ -57,6 +57,7 @@ _CAPABILITY_OF: Final = {
 
 Emit = Callable[[bytes], Awaitable[None]]
 Ask = Callable[[InputRequest], Awaitable[msgspec.Raw]]
+AskMany = Callable[[dict[str, InputRequest]], Awaitable[dict[str, msgspec.Raw]]]
 
 
 class AttachmentSource(Protocol):
@@ -137,6 +138,9 @@ class Context(msgspec.Struct, eq=False):
     _source: AttachmentSource | None = None
     """Set by the HTTP fronts; :attr:`attachments` is made from it on first use."""
     _attachments: Attachments | None = None
+    _task_input: AskMany | None = None
+    """Set while the request runs as a task (the tasks extension): input requests park the
+    task until ``tasks/update`` answers them, all at once."""
 
     @property
     def attachments(self) -> Attachments | None:
@@ -240,6 +244,9 @@ class Context(msgspec.Struct, eq=False):
                     )
                 missing[key] = request
         if missing:
+            if self._task_input is not None:
+                answers.update(await self._task_input(missing))
+                return {key: answers[key] for key in requests}
             if self._ask is None:
                 raise InputRequired(missing, self.state)
             for key, request in missing.items():

@@ -60,7 +60,8 @@ def modern_request(
     fields["_meta"] = modern_meta(fields.get("_meta"))
     if name is None:
         spec = METHODS.get(method)
-        target = fields.get(spec.name_field) if spec and spec.name_field else None
+        field = spec.name_field if spec else None
+        target = fields.get(_camel(field)) if field else None
         name = target if isinstance(target, str) else None
     version = fields["_meta"][META_PROTOCOL_VERSION]
     body = _ENCODER.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": fields})
@@ -73,3 +74,9 @@ def modern_request(
     if name is not None:
         headers["mcp-name"] = encode_header_value(name)
     return body, headers
+
+
+def _camel(field: str) -> str:
+    """The wire (camelCase) name of a params attribute (``task_id`` -> ``taskId``)."""
+    head, *rest = field.split("_")
+    return head + "".join(part.title() for part in rest)

@@ -26,6 +26,9 @@ METHODS = {
     "prompts/get",
     "completion/complete",
     "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
 }
 
 

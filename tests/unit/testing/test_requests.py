@@ -58,6 +58,9 @@ PARAMS: dict[str, dict[str, object]] = {
         "argument": {"name": "a", "value": ""},
     },
     "subscriptions/listen": {"notifications": {"toolsListChanged": True}},
+    "tasks/get": {"taskId": "t-1"},
+    "tasks/update": {"taskId": "t-1", "inputResponses": {}},
+    "tasks/cancel": {"taskId": "t-1"},
 }
 """The least each modern method's params need besides ``_meta``."""
 

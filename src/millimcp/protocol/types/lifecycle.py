@@ -40,6 +40,8 @@ class SubscriptionFilter(McpStruct, kw_only=True):
     prompts_list_changed: bool | None = None
     resources_list_changed: bool | None = None
     resource_subscriptions: list[str] | None = None
+    task_ids: list[str] | None = None
+    """``notifications/tasks`` for these tasks (the tasks extension)."""
 
 
 class ListenParams(McpStruct, kw_only=True):
