@@ -1,13 +1,16 @@
 """``make demo``: the order-analysis service of SEEDS S6, naive vs tuned, measured here.
 
-    python examples/orders/demo.py [-c 50] [--quick | --full] [--steps all|none|a,b]
+    python examples/orders/demo.py [-c 200] [--quick | --full] [--steps all|none|a,b]
+        [--rtt 50ms] [--bandwidth 2mbit] [--loss 0] [--jitter 0ms] [--no-wan] [--no-tls]
 
 What it does, every number measured on this machine:
 
 1. seeds the SQLite database on first run (1,000,000 orders; reused afterwards; ``.demo/``);
 2. starts the recommendation service (400 ms a call) and the order service as real server
    processes on 127.0.0.1: ``naive`` (S6.1), ``tuned`` (S6.3) and, for the per-step A/B, one
-   more per server-side step: tuned with that one step turned off;
+   more per server-side step: tuned with that one step turned off; each serves HTTPS (a local
+   CA in ``.demo/tls/``) behind its own link emulator (``millimcp link``: the WAN of
+   ``orders.wan``, RTT 50 ms and 2 Mbit/s per connection by default), which the agents call;
 3. primes each service's recommendation cache with the customers of the workload (a service
    that has run a while has them; the naive one has no cache);
 4. runs the agent scenario of S7.3 (``agent.toml``: get_order, then get_recommendations, then
@@ -21,8 +24,9 @@ What it does, every number measured on this machine:
 6. A/B tests each S6.3 step alone: tuned, tuned without that step, tuned again (the two tuned
    halves pooled, so a drift of the machine's load hits both sides), judged on P50, P95 and
    P99 together with the lab's compare (bootstrap intervals, S6.5);
-7. prints the S6.4 table, the S6.2 breakdown and the per-step table, and writes the HTML
-   report (the lab's report, naive vs tuned) and the run files.
+7. prints the S6.4 tables (per iteration and per request), the S6.2 breakdown and the
+   per-step table with the article's claim for each step, and writes the HTML report (the
+   lab's report, naive vs tuned), the run files and ``summary.json``.
 
 ``--quick`` is for tests (a second or two per run), ``--full`` for steadier numbers and a
 concurrency ramp (several minutes).
