@@ -64,6 +64,18 @@ TARGETS: dict[str, Target] = {
         Target("fastmcp", "fastmcp_echo", "fastmcp", f"fastmcp FastMCP, {_STATELESS_JSON}"),
         Target("millimcp", "millimcp_echo", "millimcp", "millimcp Server.asgi()"),
         Target(
+            "official_shim",
+            "official_on_millimcp",
+            "millimcp.compat.mcp2",
+            "official_echo.py unmodified on millimcp (millimcp.compat import hook)",
+        ),
+        Target(
+            "fastmcp_shim",
+            "fastmcp_on_millimcp",
+            "millimcp.compat.fastmcp",
+            "fastmcp_echo.py unmodified on millimcp (millimcp.compat import hook)",
+        ),
+        Target(
             "millimcp_timed",
             "millimcp_timed",
             "millimcp",

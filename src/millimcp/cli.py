@@ -53,12 +53,17 @@ def _main(argv: list[str]) -> int:
         from millimcp.lab.cli import main as lab_main
 
         return lab_main(argv)
+    if argv and argv[0] == "compat":  # millimcp compat run TARGET [ARGS...]
+        from millimcp.compat.__main__ import main as compat_main
+
+        return compat_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="millimcp",
         description="The millimcp command line.",
         epilog="The latency lab (pip install 'millimcp[lab]'): millimcp "
         + " | ".join(LAB_COMMANDS)
-        + " (each has --help).",
+        + " (each has --help). A FastMCP-family server, unmodified: millimcp compat run "
+        "TARGET [ARGS...].",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve an MCP server over Streamable HTTP or stdio")

@@ -35,6 +35,7 @@ RANKS: dict[str, int] = {
     "server": 7,
     "client": 7,
     "lab": 8,
+    "compat": 8,
     "testing": 9,
 }
 """Rooms by layer; a room may import rooms of a strictly lower rank, and itself."""

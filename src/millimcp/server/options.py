@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,6 +64,15 @@ class ToolOptions:
     ask_first: dict[str, InputRequest] | None = None
     """Input a task tool asks through MRTR on the call itself, before the task is created;
     the handler finds the answers under these keys (``ctx.elicit(..., key=...)``)."""
+    output_schema: dict[str, Any] | None = None
+    """Served verbatim as ``outputSchema`` (with ``structured=False``, the function returns
+    its own ``CallToolResult``)."""
+    icons: list[dict[str, Any]] | None = None
+    """The tool's ``icons`` (wire dicts: ``src``, ``mimeType``, ``sizes``, ``theme``)."""
+    arguments: Callable[[bytes], dict[str, Any]] | None = None
+    """Decodes and validates the call's raw JSON ``arguments`` into keyword arguments, instead
+    of the struct made from the signature (with ``input_schema``: another validator, such as
+    a pydantic model). Raising ``ValueError`` gives the invalid-arguments error result."""
 
     def __post_init__(self) -> None:
         if self.executor not in ("thread", "process"):

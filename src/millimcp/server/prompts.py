@@ -6,11 +6,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from millimcp.errors import InvalidParams
 from millimcp.protocol.types import (
     AudioContent,
     EmbeddedResource,
     GetPromptResult,
+    Icon,
     ImageContent,
     Prompt,
     PromptArgument,
@@ -40,6 +43,8 @@ class PromptEntry:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -61,8 +66,10 @@ class PromptEntry:
         self.definition = Prompt(
             name=self.name,
             title=title,
-            description=description or inspect.getdoc(fn),
+            description=inspect.getdoc(fn) if description is None else description,
             arguments=arguments or None,
+            meta=meta,
+            icons=msgspec.convert(icons, list[Icon]) if icons else None,
         )
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from millimcp.errors import ConfigurationError
 from millimcp.protocol.types import (
     BlobResourceContents,
     CacheScope,
+    Icon,
     Resource,
     ResourceContents,
     ResourceTemplate,
@@ -53,6 +54,8 @@ class ResourceEntry:
         mime_type: str | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> None:
         self.uri = uri
         self.fn = fn
@@ -70,11 +73,17 @@ class ResourceEntry:
                 f"resource {uri!r}: parameters {sorted(self.parameters - given)} are not in the URI"
             )
         name = name or fn.__name__
-        description = description or inspect.getdoc(fn)
+        description = inspect.getdoc(fn) if description is None else description
         self.definition: Resource | ResourceTemplate
         if self.template is None:
             self.definition = Resource(
-                uri=uri, name=name, title=title, description=description, mime_type=mime_type
+                uri=uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                meta=meta,
+                icons=msgspec.convert(icons, list[Icon]) if icons else None,
             )
         else:
             self.definition = ResourceTemplate(
@@ -83,6 +92,8 @@ class ResourceEntry:
                 title=title,
                 description=description,
                 mime_type=mime_type,
+                meta=meta,
+                icons=msgspec.convert(icons, list[Icon]) if icons else None,
             )
 
     def __repr__(self) -> str:

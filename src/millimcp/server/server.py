@@ -210,11 +210,14 @@ class Server:
         mime_type: str | None = None,
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a template when ``uri`` has ``{variables}``.
 
         Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
         function takes its variables as parameters. Registering ``uri`` again replaces it.
+        ``meta`` is the definition's ``_meta``, ``icons`` its icons (wire dicts).
         """
 
         def register(fn: F) -> F:
@@ -227,6 +230,8 @@ class Server:
                 mime_type=mime_type,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
+                meta=meta,
+                icons=icons,
             )
             registry = (
                 self._resource_registry if entry.template is None else self._template_registry
@@ -255,6 +260,8 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -264,6 +271,8 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Any:
         """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
         ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
@@ -277,6 +286,8 @@ class Server:
                 title=title,
                 description=description,
                 argument_descriptions=argument_descriptions,
+                meta=meta,
+                icons=icons,
             )
             self._prompt_registry.add(entry.name, entry)
             return fn

@@ -30,6 +30,7 @@ from millimcp.protocol.types import (
     CallToolResult,
     ContentBlock,
     EmbeddedResource,
+    Icon,
     ImageContent,
     ResourceLink,
     TextContent,
@@ -72,6 +73,7 @@ class ToolEntry:
         "args",
         "ask_first",
         "cached",
+        "decode",
         "definition",
         "fn",
         "header_params",
@@ -106,6 +108,8 @@ class ToolEntry:
         """``"optional"`` or ``"required"``: the call may run as a task; None: never."""
         self.ask_first = options.ask_first
         self.args = ArgumentModel(fn, struct_name=f"{self.name}_arguments")
+        self.decode: Callable[[bytes], dict[str, Any]] = options.arguments or self.args.decode
+        """Raw JSON arguments -> keyword arguments (the signature's struct, or ``arguments=``)."""
         self.invoke = Invoker(
             fn, context_param=self.args.context_param, timeout=self.timeout, process=self.process
         )
@@ -161,10 +165,19 @@ class ToolEntry:
         self.definition = Tool(
             name=self.name,
             title=options.title,
-            description=options.description or inspect.getdoc(fn),
+            description=(
+                inspect.getdoc(fn) if options.description is None else options.description
+            ),
             input_schema=wire_schema,
-            output_schema=self.output.schema if self.output is not None else None,
+            output_schema=(
+                options.output_schema
+                if options.output_schema is not None
+                else self.output.schema
+                if self.output is not None
+                else None
+            ),
             annotations=annotations,
+            icons=msgspec.convert(options.icons, list[Icon]) if options.icons else None,
             meta=self.meta,
         )
 
@@ -181,7 +194,7 @@ class ToolEntry:
                 attachment = RequestAttachment(attachments.request if attachments else None)
                 kwargs = self.args.decode(raw_arguments, attachment)
             else:
-                kwargs = self.args.decode(raw_arguments)
+                kwargs = self.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
             return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
         if record is not None:
