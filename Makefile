@@ -17,7 +17,7 @@ export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 # apt-get as root, else through sudo (system-tools).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean
+.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean test-fronts perf
 
 setup: $(BIN)/.installed
 
@@ -48,7 +48,7 @@ $(TOOLS)/.installed:
 # only when missing; the package's own Redis service is stopped, the tests do not use it.
 system-tools:
 	@set -e; missing=""; \
-	for tool in redis-server chromium; do \
+	for tool in redis-server chromium valgrind; do \
 		command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -73,6 +73,16 @@ typecheck: setup
 	$(BIN)/mypy
 
 check: test
+
+test-fronts: setup tools
+	MILLIMCP_HTTP_FRONTS=native MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q \
+		tests/integration/http tests/integration/conformance/test_suite.py
+
+# The hot path's instruction count (callgrind, deterministic) against the committed baseline:
+# fails past +5%. About 60-90 s here, so a target of its own (CI runs it after make test).
+perf: setup system-tools
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native --calls 400 \
+		--check benchmarks/baselines/instructions.json
 
 conformance: setup tools
 	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/integration/conformance

@@ -74,7 +74,7 @@ def _main(argv: list[str]) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--http", choices=("uvicorn", "granian"), default="uvicorn")
+    serve.add_argument("--http", choices=("uvicorn", "granian", "native"), default="uvicorn")
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
     serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
@@ -92,6 +92,8 @@ def _main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return _serve_stdio(args)
+    if args.http == "native":
+        return _serve_native(args)
     if args.workers > 1 or args.http == "granian":
         # Workers import the app themselves; they must all seal MRTR state with one key.
         os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
@@ -118,6 +120,27 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
+    return 0
+
+
+def _serve_native(args: argparse.Namespace) -> int:
+    """The native front: the app is built once; ``--workers N`` forks N processes."""
+    if args.workers > 1:  # forked workers seal MRTR state with one key
+        os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
+    try:
+        server = load_target(args.target)
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    run_app(
+        server.asgi(path=args.path),
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        http="native",
         certfile=args.certfile,
         keyfile=args.keyfile,
     )

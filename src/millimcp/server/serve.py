@@ -1,4 +1,4 @@
-"""Running an ASGI app under an HTTP server: uvicorn (default) or granian.
+"""Running an ASGI app under an HTTP server: uvicorn (default), granian, or the native front.
 
 Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both servers set it on
 accepted sockets); access logs off. Why uvicorn is the default: docs/serving.md.
@@ -37,10 +37,24 @@ def run_app(
     """Serve an ASGI app (or an import string, needed for workers > 1 and granian).
 
     ``certfile`` and ``keyfile`` (PEM; granian wants the key in PKCS#8) turn on TLS.
+    ``http="native"`` serves a millimcp endpoint app (``server.asgi()``) on the native
+    HTTP/1.1 front (:mod:`millimcp.transports.native`): ``workers`` forked processes share
+    the port with ``SO_REUSEPORT``; the limits and timeouts are the app's ``HttpConfig``.
     """
     if (certfile is None) != (keyfile is None):
         raise ConfigurationError("TLS needs both a certificate file and a key file")
-    if http == "uvicorn":
+    if http == "native":
+        from millimcp.transports.native import run_native
+
+        if isinstance(app, str):
+            module, _, attribute = app.partition(":")
+            app = getattr(importlib.import_module(module), attribute or "app")
+        code = run_native(
+            app, host=host, port=port, workers=workers, certfile=certfile, keyfile=keyfile
+        )
+        if code:
+            raise SystemExit(code)
+    elif http == "uvicorn":
         try:
             import uvicorn
         except ImportError:
@@ -85,7 +99,7 @@ def run_app(
             ssl_key=None if keyfile is None else Path(keyfile),
         ).serve()
     else:
-        raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn or granian")
+        raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn, granian or native")
 
 
 _GRANIAN_LEVELS = frozenset({"critical", "error", "warning", "warn", "info", "debug"})

@@ -388,7 +388,7 @@ class Server:
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
     ) -> None:
-        """Serve over Streamable HTTP until interrupted (uvicorn; see ``millimcp.cli``)."""
+        """Serve over Streamable HTTP until interrupted (``http=``: uvicorn, granian, native)."""
         from millimcp.server.serve import run_app
 
         run_app(self.asgi(path=path), host=host, port=port, **options)
