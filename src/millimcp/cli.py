@@ -58,7 +58,7 @@ def _check_module(spec: str) -> None:
         raise ConfigurationError(f"cannot import {module_name!r}: no module named {module_name!r}")
 
 
-LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario")
+LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario", "link")
 """Subcommands delegated to :func:`millimcp.lab.cli.main` (the ``lab`` extra)."""
 
 
