@@ -60,6 +60,7 @@ def nanoidp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = tmp_path_factory.mktemp("nanoidp") / "config"
     subprocess.run(
         [sys.executable, "-m", "nanoidp", "init", str(config)],
+        cwd=config.parent,  # nanoidp writes its signing keys under the working directory
         check=True,
         capture_output=True,
         timeout=60,
@@ -79,6 +80,7 @@ def nanoidp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             str(port),
         ],
         port,
+        cwd=config.parent,
         stderr=subprocess.DEVNULL,
         timeout=60,
     )
