@@ -17,7 +17,7 @@ export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 # apt-get as root, else through sudo (system-tools).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean
+.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean test-fronts perf fuzz
 
 setup: $(BIN)/.installed
 
@@ -48,7 +48,7 @@ $(TOOLS)/.installed:
 # only when missing; the package's own Redis service is stopped, the tests do not use it.
 system-tools:
 	@set -e; missing=""; \
-	for tool in redis-server chromium; do \
+	for tool in redis-server chromium valgrind; do \
 		command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -74,6 +74,16 @@ typecheck: setup
 
 check: test
 
+test-fronts: setup tools
+	MILLIMCP_HTTP_FRONTS=native MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q \
+		tests/integration/http tests/integration/conformance/test_suite.py
+
+# The hot path's instruction count (callgrind, deterministic) against the committed baseline:
+# fails past +5%. About 60-90 s here, so a target of its own (CI runs it after make test).
+perf: setup system-tools
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native --calls 400 \
+		--check benchmarks/baselines/instructions.json
+
 conformance: setup tools
 	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q tests/integration/conformance
 
@@ -93,6 +103,15 @@ $(BIN)/.demo-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test $(BIN)/.installed -nt pyproject.toml || $(BIN)/python -m pip install --quiet -e '.[demo,lab]'
 	touch $@
+
+# Coverage-guided fuzzing (atheris) of the request decoder, the tensor framing and the SSE
+# parser, FUZZ_SECONDS each; a crash is written to tests/fuzz/crashes/ (tests/fuzz/).
+FUZZ_SECONDS ?= 30
+fuzz: setup
+	$(BIN)/python -m pip install --quiet -e '.[fuzz]'
+	for target in request_decoder tensor_framing sse_parser; do \
+		$(BIN)/python -m tests.fuzz.atheris_run $$target --seconds $(FUZZ_SECONDS) || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

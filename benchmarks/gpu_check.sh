@@ -9,7 +9,11 @@
 # 2. starts examples/model_server.py with --device cuda (it logs nothing on success: the
 #    model_info tool says where the model runs) and calls it through millimcp's client
 #    (examples/model_client.py): raw tensors, 1 and 32 callers, then base64 for comparison;
-# 3. runs benchmarks/model_serving.py on CUDA briefly: 32 callers, batching on vs off.
+# 3. runs benchmarks/model_serving.py on CUDA briefly: adaptive batching on vs off, the CNN
+#    and the wide MLP, 1, 8 and 32 callers (what the batcher learned is in each run's line);
+# 4. the same with fixed batching (Triton's knobs, 2 ms delay) for comparison, 32 callers;
+# 5. runs benchmarks/shared_memory.py: a 1M-float32 round trip through /dev/shm vs the socket
+#    (host memory: CUDA results are copied to the host before framing either way).
 # Quote its whole output in your note. Nothing here downloads anything.
 set -euo pipefail
 
@@ -70,5 +74,14 @@ wait "$SERVER" 2>/dev/null || true
 trap - EXIT
 
 echo
-echo "== 3. benchmarks/model_serving.py --device cuda (32 callers, batching on vs off)"
-"$PY" benchmarks/model_serving.py --device cuda --runs 1 --duration 6 --warmup 2
+echo "== 3. benchmarks/model_serving.py --device cuda (adaptive batching on vs off)"
+"$PY" benchmarks/model_serving.py --device cuda --runs 1 --duration 5 --warmup 4
+
+echo
+echo "== 4. benchmarks/model_serving.py --device cuda, fixed batching (2 ms), 32 callers"
+"$PY" benchmarks/model_serving.py --device cuda --runs 1 --duration 5 --warmup 2 --callers 32 \
+    --extra=--batching=fixed --extra=--max-queue-delay-ms=2
+
+echo
+echo "== 5. benchmarks/shared_memory.py (same-host tensors: /dev/shm vs the socket)"
+"$PY" benchmarks/shared_memory.py --rounds 3 --calls 20

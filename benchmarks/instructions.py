@@ -10,6 +10,11 @@ imports and app construction cancel out:
 
 Needs valgrind (Debian: ``apt-get install valgrind``). The same request as
 ``server_overhead.py`` (the 2026-07-28 per-request envelope) is sent every time.
+
+The regression guard (``make perf``, run by CI) is ``--check benchmarks/baselines/
+instructions.json``: it fails when a target's count is more than ``--tolerance`` (5%) over
+the committed baseline. A change that moves a count on purpose rewrites the baseline with
+``--update PATH`` in the same commit.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -38,6 +44,11 @@ TARGETS = {
     # Observability on (benchmarks/README.md, "Observability overhead"):
     "millimcp_timed": HERE / "servers" / "millimcp_timed.py",
     "millimcp_observed": HERE / "servers" / "millimcp_observed.py",
+    # Server(auth=...), a cached JWT on every request (benchmarks/README.md, "Auth overhead"):
+    "millimcp_jwt": HERE / "servers" / "millimcp_jwt.py",
+    # The same app on the native front, fed request bytes in-process (HTTP parsing included,
+    # which the ASGI targets leave to the HTTP server): see drive_native.
+    "millimcp_native": HERE / "servers" / "millimcp_echo.py",
 }
 BODY, _MCP_HEADERS = modern_request(
     "tools/call",
@@ -54,8 +65,9 @@ HEADERS = [
 ]
 
 
-async def drive(app: Any, calls: int) -> None:
-    """Start the app's lifespan, make ``calls`` requests, check the last, shut down."""
+async def drive(app: Any, calls: int, extra_headers: Any = ()) -> None:
+    """Start the app's lifespan, make ``calls`` requests, check the last, shut down.
+    ``extra_headers`` go with every request (a target's ``HEADERS``: ``Authorization``)."""
     lifespan: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     started = asyncio.Event()
     stopped = asyncio.Event()
@@ -85,7 +97,7 @@ async def drive(app: Any, calls: int) -> None:
         "raw_path": b"/mcp",
         "root_path": "",
         "query_string": b"",
-        "headers": HEADERS,
+        "headers": [*HEADERS, *extra_headers],
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 8000),
         "state": {},
@@ -110,6 +122,54 @@ async def drive(app: Any, calls: int) -> None:
     await lifespan_task
 
 
+class _Transport:
+    """The least of an asyncio transport the native front writes to."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.wrote = asyncio.Event()
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+        self.wrote.set()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+async def drive_native(app: Any, calls: int) -> None:
+    """``calls`` requests as bytes through one native connection, answered one by one."""
+    from millimcp.transports.native.connection import HttpConnection
+    from millimcp.transports.native.front import NativeFront
+
+    front = NativeFront(app, asyncio.get_running_loop())
+    conn = HttpConnection(front)
+    transport = _Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    request = (
+        b"POST /mcp HTTP/1.1\r\n"
+        + b"".join(b"%s: %s\r\n" % pair for pair in HEADERS)
+        + b"\r\n"
+        + BODY
+    )
+    for _ in range(calls):
+        transport.wrote.clear()
+        conn.data_received(request)
+        await transport.wrote.wait()
+        await asyncio.sleep(0)  # the request's task finishes; the connection is idle again
+    if b'"hello"' not in transport.written[-1]:
+        raise SystemExit(f"unexpected response: {transport.written[-1][:300]!r}")
+
+
 def child(target: str, calls: int) -> None:
     spec = importlib.util.spec_from_file_location(f"bench_{target}", TARGETS[target])
     assert spec is not None
@@ -118,7 +178,10 @@ def child(target: str, calls: int) -> None:
     spec.loader.exec_module(module)
     import uvloop
 
-    uvloop.run(drive(module.app, calls))
+    if target == "millimcp_native":
+        uvloop.run(drive_native(module.app, calls))
+    else:
+        uvloop.run(drive(module.app, calls, getattr(module, "HEADERS", ())))
 
 
 def instructions(target: str, calls: int) -> int:
@@ -153,6 +216,9 @@ def main() -> int:
     parser.add_argument("--targets", default="raw,millimcp,official")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--check", type=Path, metavar="BASELINE", help="fail past the baseline")
+    parser.add_argument("--update", type=Path, metavar="BASELINE", help="write the baseline")
+    parser.add_argument("--tolerance", type=float, default=0.05, help="allowed growth (0.05)")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.calls)
@@ -166,6 +232,13 @@ def main() -> int:
         high = instructions(target, args.calls)
         per_call[target] = (high - low) / (args.calls - args.calls // 4)
         print(f"{target:10s} {per_call[target]:12,.0f} instructions per tools/call", flush=True)
+    if args.update is not None:
+        args.update.parent.mkdir(parents=True, exist_ok=True)
+        counts = {target: round(count) for target, count in per_call.items()}
+        args.update.write_text(json.dumps({"calls": args.calls, "per_call": counts}, indent=2))
+        print(f"baseline written: {args.update}")
+    if args.check is not None:
+        return check(per_call, args.check, args.tolerance)
     if "raw" in per_call:
         floor = per_call["raw"]
         print("\nframework work on top of the raw ASGI floor (in-process, no HTTP server):")
@@ -174,6 +247,26 @@ def main() -> int:
                 f"  {target:10s} {count / floor:6.1f}x raw   (+{count - floor:,.0f} instructions)"
             )
     return 0
+
+
+def check(per_call: dict[str, float], path: Path, tolerance: float) -> int:
+    """1 when a measured count is more than ``tolerance`` over the baseline at ``path``."""
+    baseline: dict[str, int] = json.loads(path.read_text())["per_call"]
+    failed = False
+    for target, count in per_call.items():
+        if target not in baseline:
+            print(f"  {target:16s} no baseline (add it with --update)")
+            continue
+        growth = count / baseline[target] - 1
+        verdict = "FAIL" if growth > tolerance else "ok"
+        failed = failed or growth > tolerance
+        print(
+            f"  {target:16s} {count:10,.0f} vs baseline {baseline[target]:10,} "
+            f"({growth:+.1%}, limit +{tolerance:.0%}): {verdict}"
+        )
+    if failed:
+        print(f"instruction count grew past the baseline; if on purpose: --update {path}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

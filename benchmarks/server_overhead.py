@@ -51,6 +51,7 @@ class Target:
     framework: str  # what "framework import time" imports
     description: str
     path: str = "/mcp"
+    front: str = "uvicorn"  # "native": the app on millimcp's native HTTP/1.1 front instead
 
 
 _STATELESS_JSON = "Streamable HTTP, stateless, JSON responses"
@@ -74,6 +75,13 @@ TARGETS: dict[str, Target] = {
             "fastmcp_on_millimcp",
             "millimcp.compat.fastmcp",
             "fastmcp_echo.py unmodified on millimcp (millimcp.compat import hook)",
+        ),
+        Target(
+            "millimcp_native",
+            "millimcp_echo",
+            "millimcp",
+            "millimcp on its native front (asyncio.Protocol + httptools, uvloop)",
+            front="native",
         ),
         Target(
             "millimcp_timed",
@@ -354,8 +362,20 @@ def serving(server: ServerProcess) -> Iterator[ServerProcess]:
 
 @contextlib.contextmanager
 def served(target: Target, cpu: int) -> Iterator[ServerProcess]:
-    with serving(ServerProcess(target.name, uvicorn_command(target.module), cpu)) as server:
+    native = target.front == "native"
+    command = native_command(target.module) if native else uvicorn_command(target.module)
+    with serving(ServerProcess(target.name, command, cpu)) as server:
         yield server
+
+
+def native_command(module: str) -> tuple[str, ...]:
+    """The module's ``app`` on millimcp's native front (uvloop), as ``run_http`` serves it."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(SERVERS_DIR)!r}); from {module} import app; "
+        "from millimcp.transports.native import run_native; "
+        f"sys.exit(run_native(app, host={HOST!r}, port=int(sys.argv[1])))"
+    )
+    return ("-c", code, "{port}")
 
 
 # --------------------------------------------------------------------------- one run

@@ -43,7 +43,18 @@ What each scenario asks of the client, on the wire (the scenario server scores i
 - ``json-schema-ref-no-deref`` (2026-07-28): list tools; never fetch a network ``$ref``.
 - ``json-schema-2020-12-preservation`` (scored by neither revision): send the focal tool's
   ``inputSchema`` back, as received, to ``json_schema_echo``.
-- ``auth/*``: authorization (OAuth) is not implemented yet; these fail at the first 401.
+- ``auth/*``: the first request meets a 401 (or, later, a 403 ``insufficient_scope``); the
+  client runs the OAuth flow (``Client.over_http(auth=...)``) and resends. The scenario's
+  authorization server approves at once, so :class:`~millimcp.auth.HeadlessRedirect` reads
+  the redirect's ``Location`` (nothing listens on ``http://localhost:3000/callback``); the
+  client offers the Client ID Metadata Document URL the suite expects
+  (``https://conformance-test.local/client-metadata.json``), pre-registered credentials
+  come from the context (``auth/pre-registration``), and ``auth/client-credentials-*`` use
+  the ``client_credentials`` grant (``client_secret_basic``, or ``private_key_jwt`` with the
+  context's PEM key). Then list the tools and call each. The negative scenarios
+  (``resource-mismatch``, ``iss-*``, ``metadata-issuer-mismatch``, ``scope-retry-limit``)
+  end in :class:`~millimcp.errors.AuthorizationFailed` or a refusal before any token request:
+  the client exits non-zero, which those scenarios allow.
 
 Exit status 0 and a last line ``conformance-client: <scenario> ok`` mean the client did
 everything it meant to; the scenario's checks say whether the server saw it right.
@@ -58,6 +69,7 @@ import sys
 from typing import Any, Literal
 
 from millimcp import Client, Timeout
+from millimcp.auth import ClientCredentials, HeadlessRedirect, OAuth
 from millimcp.protocol import LEGACY_VERSIONS
 from millimcp.protocol.types import (
     CreateMessageParams,
@@ -73,6 +85,7 @@ CLIENT_INFO = ("millimcp-conformance-client", "0.1.0")
 ROOTS = [Root(uri="file:///conformance/workspace", name="workspace")]
 FOCAL_TOOL = "json_schema_2020_12_tool"
 ECHO_TOOL = "json_schema_echo"
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
 async def elicit(params: ElicitParams) -> ElicitResult:
@@ -149,10 +162,31 @@ SCENARIOS = {
 """The scenarios that need more than :func:`use_everything`."""
 
 
+def auth_for(scenario: str, context: dict[str, Any]) -> OAuth | ClientCredentials | None:
+    """How to authorize in an ``auth/*`` scenario (None for the others)."""
+    if not scenario.startswith("auth/"):
+        return None
+    if scenario.startswith("auth/client-credentials-"):
+        return ClientCredentials(
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    return OAuth(
+        client_name="millimcp-conformance-client",
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CIMD_URL,
+        redirect=HeadlessRedirect(),
+    )
+
+
 async def run(url: str, scenario: str, version: str, context: dict[str, Any]) -> None:
     era: Literal["modern", "handshake"] = "handshake" if version in LEGACY_VERSIONS else "modern"
     async with Client.over_http(
         url,
+        auth=auth_for(scenario, context),
         era=era,
         timeout=Timeout(total=60.0, connect=30.0),  # the suite runs every scenario at once
         elicitation=elicit,

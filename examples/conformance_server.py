@@ -520,11 +520,12 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3999)
     parser.add_argument("--stdio", action="store_true", help="serve stdio instead of HTTP")
+    parser.add_argument("--http", default="uvicorn", help="uvicorn (default) or native")
     args = parser.parse_args()
     if args.stdio:
         server.run_stdio()
     else:
-        server.run_http(host=args.host, port=args.port)
+        server.run_http(host=args.host, port=args.port, http=args.http)
 
 
 if __name__ == "__main__":

@@ -62,16 +62,21 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``."""
+    """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``
+    (on the first front of ``MILLIMCP_HTTP_FRONTS``; tests/integration/http runs each)."""
+    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
     command = ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", "{port}"]
-    with serve_python(command) as served:
+    with serve_python([*command, "--http", front]) as served:
         yield served.url()
 
 
 @pytest.fixture(scope="session")
 def conformance_url() -> Iterator[str]:
-    """The conformance fixture server, run as ``python examples/conformance_server.py``."""
-    with serve_python(["examples/conformance_server.py", "--port", "{port}"]) as served:
+    """The conformance fixture server, run as ``python examples/conformance_server.py``
+    (on the first front of ``MILLIMCP_HTTP_FRONTS``: ``make test-fronts`` runs native)."""
+    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
+    command = ["examples/conformance_server.py", "--port", "{port}", "--http", front]
+    with serve_python(command) as served:
         yield f"http://localhost:{served.port}/mcp"
 
 

@@ -28,4 +28,16 @@ async def infer(x: np.ndarray) -> np.ndarray:
     return DATA[:1000] + x[0, 0, 0, 0]
 
 
+@server.tool()
+async def roundtrip(x: np.ndarray) -> np.ndarray:
+    """The tensor back, unchanged (the transport both ways, nothing else)."""
+    return x
+
+
+@server.tool()
+async def ping() -> str:
+    """A trivial call: the MCP and HTTP cost with no tensor."""
+    return "pong"
+
+
 app = server.asgi(http=HttpConfig(max_body_bytes=64 << 20))

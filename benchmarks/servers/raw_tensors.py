@@ -1,7 +1,8 @@
 """The floor: a framework-free ASGI app that moves the same float32 bytes with no MCP at all.
 
 ``POST /out?n=N`` answers N float32 values as raw bytes; ``POST /take`` reads raw bytes and
-answers their count; ``POST /infer`` reads a 1x3x224x224 image and answers 1,000 floats.
+answers their count; ``POST /echo`` answers the body it got; ``POST /infer`` reads a
+1x3x224x224 image and answers 1,000 floats.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     if path == "/out":
         n = int(scope["query_string"].decode().partition("=")[2])
         reply: Any = memoryview(DATA[:n]).cast("B")
+    elif path == "/echo":
+        reply = body
     elif path == "/take":
         reply = np.int64(np.frombuffer(body, np.float32).size).tobytes()
     elif path == "/infer":

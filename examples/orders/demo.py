@@ -1,13 +1,16 @@
 """``make demo``: the order-analysis service of SEEDS S6, naive vs tuned, measured here.
 
-    python examples/orders/demo.py [-c 50] [--quick | --full] [--steps all|none|a,b]
+    python examples/orders/demo.py [-c 200] [--quick | --full] [--steps all|none|a,b]
+        [--rtt 50ms] [--bandwidth 2mbit] [--loss 0] [--jitter 0ms] [--no-wan] [--no-tls]
 
 What it does, every number measured on this machine:
 
 1. seeds the SQLite database on first run (1,000,000 orders; reused afterwards; ``.demo/``);
 2. starts the recommendation service (400 ms a call) and the order service as real server
    processes on 127.0.0.1: ``naive`` (S6.1), ``tuned`` (S6.3) and, for the per-step A/B, one
-   more per server-side step: tuned with that one step turned off;
+   more per server-side step: tuned with that one step turned off; each serves HTTPS (a local
+   CA in ``.demo/tls/``) behind its own link emulator (``millimcp link``: the WAN of
+   ``orders.wan``, RTT 50 ms and 2 Mbit/s per connection by default), which the agents call;
 3. primes each service's recommendation cache with the customers of the workload (a service
    that has run a while has them; the naive one has no cache);
 4. runs the agent scenario of S7.3 (``agent.toml``: get_order, then get_recommendations, then
@@ -21,8 +24,9 @@ What it does, every number measured on this machine:
 6. A/B tests each S6.3 step alone: tuned, tuned without that step, tuned again (the two tuned
    halves pooled, so a drift of the machine's load hits both sides), judged on P50, P95 and
    P99 together with the lab's compare (bootstrap intervals, S6.5);
-7. prints the S6.4 table, the S6.2 breakdown and the per-step table, and writes the HTML
-   report (the lab's report, naive vs tuned) and the run files.
+7. prints the S6.4 tables (per iteration and per request), the S6.2 breakdown and the
+   per-step table with the article's claim for each step, and writes the HTML report (the
+   lab's report, naive vs tuned), the run files and ``summary.json``.
 
 ``--quick`` is for tests (a second or two per run), ``--full`` for steadier numbers and a
 concurrency ramp (several minutes).
@@ -44,17 +48,22 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orders.auth import mint
 from orders.config import FLAGS, NAIVE, TUNED, OrdersConfig, data_dir, default_db_url
+from orders.tls import Certificates, client_context, ensure_certificates
+from orders.wan import DEFAULT_BANDWIDTH, DEFAULT_RTT, Wan, claims_rows, write_summary
 from orders.workload import (
+    CpuMeter,
     Measured,
     Phase,
     agent_client,
@@ -89,6 +98,8 @@ STEP_AGENTS = 20
 shows) and for the client cap (30 calls) to bind, with iterations short enough that most of a
 2 s run is recorded."""
 MIN_SAMPLES = 5
+LINK_CPU: dict[str, float] = {}
+"""The link emulator's CPU (% of one core) during each run of the agents, by label."""
 """Fewer recorded iterations than this: the latency of that run is not compared."""
 
 
@@ -168,14 +179,19 @@ class Fleet:
     logs: Path
     processes: list[Process] = field(default_factory=list)
 
-    def start(self, name: str, args: Sequence[str]) -> Process:
+    def start(
+        self,
+        name: str,
+        args: Sequence[str],
+        port_args: Callable[[int], Sequence[str]] = lambda port: ("--port", str(port)),
+    ) -> Process:
         port = free_port()
         log = self.logs / f"{name}.out"
         path = [str(EXAMPLES), os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(log, "wb") as out:
             popen = subprocess.Popen(
-                [sys.executable, "-m", *args, "--port", str(port)],
+                [sys.executable, "-m", *args, *port_args(port)],
                 cwd=EXAMPLES,
                 env=env,
                 stdout=out,
@@ -210,17 +226,34 @@ class Service:
     label: str
     config: OrdersConfig
     process: Process
+    front: Process | None = None
+    """The link emulator in front of it (the WAN), if any: the agents call through it."""
+    ssl: ssl.SSLContext | None = None
+    """The agents' TLS context (trusting the demo's CA); None: plain HTTP."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.process.port}/mcp"
+        port = (self.front or self.process).port
+        return f"http{'s' if self.ssl else ''}://127.0.0.1:{port}/mcp"
+
+    @property
+    def direct_url(self) -> str:
+        """The service itself, not through the link (for the setup: priming its cache)."""
+        return f"http{'s' if self.ssl else ''}://127.0.0.1:{self.process.port}/mcp"
 
 
 def server_args(
-    config: OrdersConfig, db_url: str, recommender: str, orders: int, log: Path
+    config: OrdersConfig,
+    db_url: str,
+    recommender: str,
+    orders: int,
+    log: Path,
+    tls: Certificates | None = None,
 ) -> list[str]:
     args = ["orders.server", "--preset", "naive", "--db", db_url, "--recommender", recommender]
     args += ["--orders", str(orders), "--log-file", str(log)]
+    if tls is not None:
+        args += ["--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)]
     for flag in FLAGS:
         if flag not in CLIENT_FLAGS and getattr(config, flag):
             args += ["--set", f"{flag}=true"]
@@ -401,6 +434,33 @@ def per_step_rows(naive: Measured, tuned: Measured) -> list[list[str]]:
     return rows
 
 
+def per_request_table(naive: Measured, tuned: Measured) -> str:
+    a, b = naive.per_request(), tuned.per_request()
+
+    def cell(numbers: dict[str, float | None], key: str) -> str:
+        value = numbers[key]
+        if key == "success_rate":
+            return "-" if value is None else f"{100.0 * value:.2f}%"
+        return ms(value)
+
+    rows = []
+    for key, name in (
+        ("mean_ms", "mean"),
+        ("p95_ms", "P95"),
+        ("p99_ms", "P99"),
+        ("server_cpu_ms", "server CPU per call"),
+        ("success_rate", "success rate"),
+    ):
+        after = ratio(a[key], b[key], lower_is_better=key != "success_rate")
+        rows.append([name, cell(a, key), cell(b, key), after if key != "success_rate" else ""])
+    calls = [len(m.request_samples()[0]) for m in (naive, tuned)]
+    failed = [m.request_samples()[1] for m in (naive, tuned)]
+    rows.append(
+        ["calls (failed)", f"{calls[0]:,} ({failed[0]:,})", f"{calls[1]:,} ({failed[1]:,})", ""]
+    )
+    return table(["per request", "naive (before)", "tuned (after)", "after vs before"], rows)
+
+
 # -- S6.2 -------------------------------------------------------------------------------------
 
 
@@ -420,6 +480,7 @@ async def profile_one(
         warmup=1 if cold_only else max(2, plan.profile_warm // 5),
         cold=plan.profile_cold,
         headers={"Authorization": f"Bearer {token}"},
+        ssl=service.ssl,
     )
 
 
@@ -428,7 +489,9 @@ def profiled_calls(profile: Profile, config: OrdersConfig) -> list[dict[str, int
     return [{k: v for k, v in call.items() if not k.startswith("_")} for call in calls]
 
 
-async def response_size(url: str, token: str, arguments: dict[str, Any]) -> tuple[int, int]:
+async def response_size(
+    url: str, token: str, arguments: dict[str, Any], context: ssl.SSLContext | None = None
+) -> tuple[int, int]:
     """(JSON-RPC response bytes, bytes on the wire) of one call, asking for compression as
     the millimcp Client does."""
     import aiohttp
@@ -442,7 +505,7 @@ async def response_size(url: str, token: str, arguments: dict[str, Any]) -> tupl
     headers = {**dict(template.headers), "Accept-Encoding": "zstd, gzip"}
     async with (
         aiohttp.ClientSession(auto_decompress=False) as session,
-        session.post(url, data=template.body(1), headers=headers) as response,
+        session.post(url, data=template.body(1), headers=headers, ssl=context or True) as response,
     ):
         wire = await response.read()
         coding = response.headers.get("Content-Encoding")
@@ -555,8 +618,22 @@ def steps_table(results: Sequence[StepResult]) -> str:
     return table(head, [result.cells() for result in results])
 
 
-def why(flag: str, facts: dict[str, str]) -> str:
+WAN_WHY = {
+    "pooled_client": "a new connection costs {connect} over the emulated path here (TCP's and "
+    "TLS's round trips, the profile's cold calls); where the server's queue is longer than "
+    "that, the queue sets the latency",
+    "trimmed": "the tuned service compresses, so the untrimmed answer's extra {extra} cost "
+    "only a few KB more on the wire ({naive_wire} compressed vs {tuned_wire})",
+    "compression": "the trimmed answer is {tuned_json}, {tuned_wire} compressed: at "
+    "{bandwidth} the difference is {saved} a call, against {compress} of server CPU",
+}
+"""Why a network step may not show over the emulated WAN (the mechanism; figures measured)."""
+
+
+def why(flag: str, facts: dict[str, str], wan: bool = False) -> str:
     """Why a step may not pay off on this machine (the mechanism; figures measured)."""
+    if wan and flag in WAN_WHY:
+        return WAN_WHY[flag].format(**facts)
     texts = {
         "pooled_client": "a new connection costs {connect} on loopback here (the profile's cold "
         "calls), not the 150 ms of a TCP+TLS handshake across a network (S6.2)",
@@ -588,7 +665,10 @@ def why(flag: str, facts: dict[str, str]) -> str:
 
 
 def facts_for(
-    tuned: Profile, sizes: dict[str, tuple[int, int]], asked: dict[str, int | None]
+    tuned: Profile,
+    sizes: dict[str, tuple[int, int]],
+    asked: dict[str, int | None],
+    bandwidth_mbit: float = 0.0,
 ) -> dict[str, str]:
     from millimcp.lab.stages import summarize
 
@@ -602,6 +682,14 @@ def facts_for(
         "tuned_json": kb(sizes["tuned"][0]),
         "extra": kb(sizes["naive"][0] - sizes["tuned"][0]),
         "tuned_asked": str(asked.get("tuned", "?")),
+        "naive_wire": kb(sizes["naive"][1]),
+        "tuned_wire": kb(sizes["tuned"][1]),
+        "bandwidth": f"{bandwidth_mbit:g} Mbit/s",
+        "saved": ms(
+            (sizes["tuned"][0] - sizes["tuned"][1]) * 8 / (bandwidth_mbit * 1e3)
+            if bandwidth_mbit
+            else None
+        ),
     }
 
 
@@ -617,9 +705,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "-c",
         "--concurrency",
         type=int,
-        default=50,
+        default=200,
         metavar="N",
-        help="agents in the closed loop (default 50; up to 200)",
+        help="agents in the closed loop (default 200, as in S6.4)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="a second or two per run (tests)")
@@ -652,6 +740,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="database, logs and run files (default: .demo/ at the repository root)",
     )
     parser.add_argument("--report", type=Path, help="the HTML report (default: <data>/report.html)")
+    wan = parser.add_argument_group("the network (the lab's link emulator, millimcp link)")
+    wan.add_argument("--rtt", default=DEFAULT_RTT, help="round trip (default %(default)s)")
+    wan.add_argument(
+        "--bandwidth", default=DEFAULT_BANDWIDTH, help="each way, per connection (%(default)s)"
+    )
+    wan.add_argument("--loss", default="0", help="share of segments lost (e.g. 0.1%%)")
+    wan.add_argument("--jitter", default="0ms", help="added to each delay, either way")
+    wan.add_argument("--no-wan", action="store_true", help="loopback only, no link emulator")
+    wan.add_argument("--no-tls", action="store_true", help="plain HTTP instead of HTTPS")
     args = parser.parse_args(argv)
     if not 1 <= args.concurrency <= 1000:
         parser.error("--concurrency takes 1 to 1000 agents")
@@ -667,10 +764,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # so that the processes the demo started are stopped too
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupted)
     if args.data_dir is not None:
         os.environ["ORDERS_DATA_DIR"] = str(args.data_dir.resolve())
+    args.certs = None
+    if not args.no_tls:
+        # a CA of the demo's own; every TLS context made in this process trusts it (the
+        # lab's too), and only it: nothing here talks to anything but 127.0.0.1
+        args.certs = ensure_certificates(data_dir() / "tls")
+        os.environ["SSL_CERT_FILE"] = str(args.certs.ca)
     try:
         return asyncio.run(demo(args))
     except KeyboardInterrupt:
@@ -691,9 +799,24 @@ async def demo(args: argparse.Namespace) -> int:
     concurrency = args.concurrency
     token = mint(os.environ.get("ORDERS_AUTH_SECRET") or NAIVE.auth_secret, "demo-agent")
 
+    from millimcp.lab.link import netem_status
+
+    wan = None if args.no_wan else Wan(args.rtt, args.bandwidth, args.loss, args.jitter)
+    context = None if args.certs is None else client_context(args.certs)
+    _, why_not = netem_status()
+    link_path = "none" if wan is None else f"userspace (kernel netem not used: {why_not})"
     print(
         "millimcp case study (SEEDS S6): the order-analysis service, naive vs tuned, "
         f"{concurrency} agents, {os.cpu_count()} CPUs"
+    )
+    print(
+        "  network: "
+        + (
+            "loopback (no link emulator)"
+            if wan is None
+            else f"{wan.describe()} (the lab's link emulator, {link_path})"
+        )
+        + f"; {'TLS (a local CA in ' + shown(args.certs.folder) + ')' if args.certs else 'no TLS'}"
     )
     with fleet(logs) as processes:
         section("1. database and services")
@@ -713,8 +836,14 @@ async def demo(args: argparse.Namespace) -> int:
         services: dict[str, Service] = {}
         for label, config in configs.items():
             log = logs / f"{label}.log"
-            args_ = server_args(config, db_url, recommender_url, args.orders, log)
-            services[label] = Service(label, config, processes.start(label, args_))
+            args_ = server_args(config, db_url, recommender_url, args.orders, log, args.certs)
+            service = Service(label, config, processes.start(label, args_), None, context)
+            if wan is not None:
+                target = service.process.port
+                service.front = processes.start(
+                    f"link-{label}", [], lambda port, t=target, w=wan: w.link_args(port, t)
+                )
+            services[label] = service
 
         from orders.db import ensure_database
 
@@ -747,9 +876,20 @@ async def demo(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         primed = [s for s in services.values() if s.config.recs_cache]
         warmed = [s for s in services.values() if s.label != "naive"] if len(services) > 2 else []
+        one_at_a_time = asyncio.Lock()  # the services share one recommendation service
         failed = await asyncio.gather(
             *(
-                prepare(s, token, customers, scenario, s in primed, s in warmed, concurrency, plan)
+                prepare(
+                    s,
+                    token,
+                    customers,
+                    scenario,
+                    s in primed,
+                    s in warmed,
+                    concurrency,
+                    plan,
+                    one_at_a_time,
+                )
                 for s in services.values()
             )
         )
@@ -782,7 +922,9 @@ async def demo(args: argparse.Namespace) -> int:
         sizes = {}
         for label in ("naive", "tuned"):
             profiles[label] = await profile_one(services[label], token, arguments, plan)
-            sizes[label] = await response_size(services[label].url, token, arguments)
+            sizes[label] = await response_size(
+                services[label].url, token, arguments, services[label].ssl
+            )
             total = sum(
                 sum(call.values())
                 for call in profiled_calls(profiles[label], services[label].config)
@@ -824,6 +966,21 @@ async def demo(args: argparse.Namespace) -> int:
     head = ["", "naive mean", "P95", "P99", "tuned mean", "P95", "P99"]
     print(table(head, per_step_rows(naive, tuned)))
 
+    section(f"S6.4 per request: one tool call, {concurrency} agents")
+    print(per_request_table(naive, tuned))
+    print(
+        "\n  Every call of the recorded iterations (get_order, get_recommendations and each "
+        "get_profile\n  of the fan-out): the article's figures (mean 1,200 -> 245 ms, P99 4 s "
+        "-> 680 ms, success\n  96% -> 99.9%) are per request. Server CPU per call: per "
+        "iteration over its five calls."
+        + (
+            f"\n  The link emulator's own CPU: {pct(LINK_CPU.get('naive'))} of a core in the "
+            f"naive run, {pct(LINK_CPU.get('tuned'))} in the tuned one."
+            if LINK_CPU
+            else ""
+        )
+    )
+
     section(f"S6.2: where the time of one {PROFILE_TOOL} call goes (no other load)")
     print(breakdown_table(profiles["naive"], profiles["tuned"], sizes))
     print(
@@ -842,7 +999,15 @@ async def demo(args: argparse.Namespace) -> int:
             f"(the larger of {THRESHOLD_PCT:g}% and the A/A control's largest change).\n"
             "  'helped': slower or fewer iterations without it."
         )
-        facts = facts_for(profiles["tuned"], sizes, asked)
+        print(
+            "\n  The article's claim for each step, next to what turning it off did here "
+            "(tuned -> without):\n"
+        )
+        print(table(["step", "article (S6.3)", "here P50", "here P99", ""], claims_rows(steps, ms)))
+        print()
+        facts = facts_for(
+            profiles["tuned"], sizes, asked, wan.numbers()[1] if wan is not None else 0.0
+        )
         for result in steps:
             if result.flag == CONTROL:
                 print(
@@ -857,9 +1022,22 @@ async def demo(args: argparse.Namespace) -> int:
                     f"{plan.step_s:g} s window: the agents' iterations took longer than that."
                 )
             elif result.verdict() != "helped":
-                print(f"  - {result.flag}: {result.verdict()} here: {why(result.flag, facts)}.")
+                reason = why(result.flag, facts, wan is not None)
+                print(f"  - {result.flag}: {result.verdict()} here: {reason}.")
 
+    summary_path = folder / "summary.json"
+    write_summary(
+        summary_path,
+        agents=concurrency,
+        wan=wan,
+        tls=args.certs is not None,
+        link=link_path,
+        naive=naive,
+        tuned=tuned,
+        steps=[s for s in steps if s.flag != CONTROL],
+    )
     section("files")
+    print(f"  summary (compare runs with it): {shown(summary_path)}")
     print(f"  report: {shown(report)}")
     print(f"  run files (millimcp compare and report take them): {shown(results)}/")
     print(f"  service logs: {shown(logs)}/")
@@ -877,6 +1055,8 @@ async def agents(
     seconds: float,
 ) -> Measured:
     progress(f"{label}: {warmup_s:g} s warm-up, then iterations starting for {seconds:g} s")
+    meter = None if service.front is None else CpuMeter(service.front.pid)
+    link_before, wall_before = (meter.seconds() if meter else None), time.perf_counter()
     measured = await measure(
         service.url,
         service.config,
@@ -887,13 +1067,20 @@ async def agents(
         warmup_s=warmup_s,
         duration_s=seconds,
         server_pid=service.process.pid,
+        ssl=service.ssl,
     )
+    link_after = meter.seconds() if meter else None
+    if link_before is not None and link_after is not None:
+        LINK_CPU[label] = 100.0 * (link_after - link_before) / (time.perf_counter() - wall_before)
     latency = measured.run.latency_ms
     progress(
         f"{label}: {measured.iterations:,} iterations, {measured.failed:,} failed, mean "
         f"{ms(latency['mean'])}, P99 {ms(latency['p99'])}, server CPU "
         f"{pct(measured.server_cpu_pct)}"
+        + (f", link emulator CPU {pct(LINK_CPU[label])}" if label in LINK_CPU else "")
     )
+    for kind, message in list(measured.outcome.first_error.items())[:3]:
+        progress(f"{label}: first '{kind}' failure: {message[:300]}")
     return measured
 
 
@@ -906,11 +1093,17 @@ async def prepare(
     warmed: bool,
     concurrency: int,
     plan: Plan,
+    priming: asyncio.Lock,
 ) -> int:
-    """Prime the service's recommendation cache with ``customers``; then, for the A/B (which
-    compares tuned, warmed by its own runs, with services that only just started), run a
-    few agents against it unrecorded (connections, page caches). Returns failed calls."""
-    failed = await prime(service.url, token, customers) if primed else 0
+    """Prime the service's recommendation cache with ``customers`` (one service at a time:
+    nine at once, 40 calls each, overran the shared recommendation service and most calls
+    timed out); then, for the A/B (which compares tuned, warmed by its own runs, with
+    services that only just started), run a few agents against it unrecorded (connections,
+    page caches). Returns failed calls."""
+    failed = 0
+    if primed:
+        async with priming:
+            failed = await prime(service.direct_url, token, customers, ssl=service.ssl)
     if warmed:
         await measure(
             service.url,
@@ -922,6 +1115,7 @@ async def prepare(
             warmup_s=0.0,
             duration_s=min(plan.warmup_s, 0.5),
             server_pid=None,
+            ssl=service.ssl,
         )
     return failed
 
@@ -947,7 +1141,12 @@ async def each_step(
 
         async def client_for(service: Service, config: OrdersConfig) -> Any:
             client = agent_client(
-                service.url, config, token, concurrency=concurrency, width=scenario.width
+                service.url,
+                config,
+                token,
+                concurrency=concurrency,
+                width=scenario.width,
+                ssl=service.ssl,
             )
             return await stack.enter_async_context(client)
 
@@ -1018,6 +1217,7 @@ async def ramp_up(service: Service, scenario: Scenario, token: str, plan: Plan) 
             warmup_s=plan.warmup_s,
             duration_s=plan.step_s,
             server_pid=service.process.pid,
+            ssl=service.ssl,
         )
         progress(f"{service.label} at {level}: {measured.success_pct:.1f}% succeeded")
         if measured.success_pct < HELD_PCT:

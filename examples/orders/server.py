@@ -20,7 +20,8 @@ customer's cached recommendations). Each returns its answer as JSON text.
 What each flag of ``orders.config.OrdersConfig`` changes here:
 
 - ``async_db`` / ``covering_index``: ``orders.queries`` (sync ORM on threads vs async Core;
-  the index lives in its own SQLite file, see ``orders.db``);
+  on SQLite, ``orders.sqlite_queries``: sqlite3 on two threads instead of aiosqlite's
+  thread per connection; the index lives in its own SQLite file, see ``orders.db``);
 - ``async_recs`` / ``recs_cache``: a blocking ``urllib`` call (new connection each time) vs a
   pooled aiohttp session; millimcp's cache store in front, tagged ``customer:{id}``;
 - ``trimmed`` / ``fast_codec``: debug fields and long explanations or not; ``json`` or msgspec;
@@ -60,6 +61,7 @@ from orders.auth import WRITE, Verifier
 from orders.config import FLAGS, PRESETS, OrdersConfig, data_dir, with_settings
 from orders.db import HISTORY_DAYS, async_engine, ensure_database, sync_engine
 from orders.queries import CoreQueries, Offload, OrmQueries, Queries, since_for
+from orders.sqlite_queries import SqliteQueries, sqlite_path
 
 __all__ = ["build_server", "main"]
 
@@ -425,7 +427,10 @@ def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
         )
         offload = Offload(None if blocking else server.executor)
         views.server_info["database"] = seeded.url
-        if config.async_db:
+        path = sqlite_path(seeded.url) if config.async_db else None
+        if path is not None:  # SQLite: sqlite3 on two threads (orders.sqlite_queries)
+            parts.queries = SqliteQueries(path, full=not config.trimmed)
+        elif config.async_db:
             parts.queries = CoreQueries(async_engine(seeded.url), full=not config.trimmed)
         else:
             parts.queries = OrmQueries(sync_engine(seeded.url), offload)
@@ -656,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-server-timing", action="store_true", help="do not send Server-Timing headers"
     )
+    parser.add_argument("--certfile", help="TLS: the certificate chain (PEM); needs --keyfile")
+    parser.add_argument("--keyfile", help="TLS: the private key (PEM)")
     args = parser.parse_args(argv)
     settings = list(args.set)
     for name, value in (
@@ -688,13 +695,20 @@ def main(argv: list[str] | None = None) -> int:
     server = build_server(config, server_timing=not args.no_server_timing)
     http = HttpConfig() if config.compression else HttpConfig(compression=())
     print(
-        f"orders: {config.name} serving http://{args.host}:{args.port}/mcp",
+        f"orders: {config.name} serving http{'s' if args.certfile else ''}://"
+        f"{args.host}:{args.port}/mcp",
         file=sys.stderr,
         flush=True,
     )
     from millimcp.server.serve import run_app
 
-    run_app(server.asgi(path="/mcp", http=http), host=args.host, port=args.port)
+    run_app(
+        server.asgi(path="/mcp", http=http),
+        host=args.host,
+        port=args.port,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
     return 0
 
 

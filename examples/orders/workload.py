@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orders.config import OrdersConfig
 
@@ -66,7 +66,13 @@ def load_workload(last_order: int, hot_orders: int) -> Scenario:
 
 
 def agent_client(
-    url: str, config: OrdersConfig, token: str, *, concurrency: int, width: int
+    url: str,
+    config: OrdersConfig,
+    token: str,
+    *,
+    concurrency: int,
+    width: int,
+    ssl: Any = None,
 ) -> Client:
     """The agents' client as ``config`` has it (``pooled_client``, ``client_cap``)."""
     from millimcp import Client
@@ -89,6 +95,7 @@ def agent_client(
         retry=None,  # every failure counts: the success rate is the agents' own
         headers=headers,
         client_info=("orders-demo-agent", "1.0"),
+        ssl=ssl,
     )
 
 
@@ -129,7 +136,9 @@ def hot_customers(db_url: str, first_order: int, last_order: int) -> list[int]:
         engine.dispose()
 
 
-async def prime(url: str, token: str, customers: Sequence[int], *, parallel: int = 40) -> int:
+async def prime(
+    url: str, token: str, customers: Sequence[int], *, parallel: int = 40, ssl: Any = None
+) -> int:
     """Ask ``url`` for each customer's recommendations once (a service that has been running
     a while has them cached); returns the calls that failed."""
     from millimcp import Client
@@ -142,6 +151,7 @@ async def prime(url: str, token: str, customers: Sequence[int], *, parallel: int
         retry=None,
         headers={"Authorization": f"Bearer {token}"},
         timeout=CALL_TIMEOUT_S,
+        ssl=ssl,
     ) as client:
 
         async def one(customer: int) -> bool:
@@ -198,6 +208,46 @@ class Measured:
     def iterations(self) -> int:
         return self.outcome.iterations
 
+    def request_samples(self) -> tuple[list[float], int]:
+        """Every tool call's latency (ms, successful calls) and the calls that failed: the
+        per-request view (a fan-out's calls one by one, not the fan-out)."""
+        samples: list[float] = []
+        failed = 0
+        for call in self.outcome.scenario.calls:
+            series = self.outcome.steps.get(call.name)
+            if series is not None:
+                samples += series.samples_ms
+                failed += sum(series.errors.values())
+        return samples, failed
+
+    def per_request(self) -> dict[str, float | None]:
+        """Mean, P95, P99 of one call, the calls' success rate (0 to 1) and the server's CPU
+        per call (ms)."""
+        from millimcp.lab.results import latency_summary
+
+        samples, failed = self.request_samples()
+        summary = latency_summary(samples)
+        total = len(samples) + failed
+        per_iteration = self.server_cpu_per_iteration_ms
+        calls = len(self.outcome.scenario.calls)
+        return {
+            "mean_ms": summary["mean"],
+            "p95_ms": summary["p95"],
+            "p99_ms": summary["p99"],
+            "success_rate": len(samples) / total if total else 0.0,
+            "server_cpu_ms": None if per_iteration is None else per_iteration / calls,
+        }
+
+    def per_iteration(self) -> dict[str, float | None]:
+        latency = self.run.latency_ms
+        return {
+            "mean_ms": latency["mean"],
+            "p95_ms": latency["p95"],
+            "p99_ms": latency["p99"],
+            "success_rate": self.success_pct / 100.0,
+            "server_cpu_ms": self.server_cpu_per_iteration_ms,
+        }
+
     @property
     def failed(self) -> int:
         return sum(self.outcome.errors.values())
@@ -234,10 +284,13 @@ async def measure(
     warmup_s: float,
     duration_s: float,
     server_pid: int | None,
+    ssl: Any = None,
 ) -> Measured:
     """Run ``scenario`` with ``concurrency`` agents through the client ``config`` calls for,
     ``warmup_s`` unrecorded, then ``duration_s`` recorded (:func:`run_phases`)."""
-    client = agent_client(url, config, token, concurrency=concurrency, width=scenario.width)
+    client = agent_client(
+        url, config, token, concurrency=concurrency, width=scenario.width, ssl=ssl
+    )
     async with client:
         phase = Phase(label, url, config, client, warmup_s, duration_s, server_pid)
         (measured,) = await run_phases(scenario, [phase], concurrency=concurrency)

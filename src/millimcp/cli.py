@@ -12,10 +12,11 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from millimcp.errors import ConfigurationError, MissingExtra
 from millimcp.server.serve import run_app
+from millimcp.transports.http import HttpConfig
 
 __all__ = ["load_target", "main"]
 
@@ -24,9 +25,11 @@ def load_target(spec: str) -> Any:
     """Import ``module:attribute`` (attribute defaults to ``server``)."""
     module_name, _, attribute = spec.partition(":")
     sys.path.insert(0, os.getcwd())
+    if not module_name:
+        raise ConfigurationError(f"{spec!r} is not module:attribute")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except Exception as exc:  # the module may fail in any way while it runs
         raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
     try:
         return getattr(module, attribute or "server")
@@ -34,7 +37,28 @@ def load_target(spec: str) -> Any:
         raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
-LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario")
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (and status 2), pointing at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _check_module(spec: str) -> None:
+    """That ``spec``'s module can be found, without running it (workers import it)."""
+    import importlib.util
+
+    module_name = spec.partition(":")[0]
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(module_name) if module_name else None
+    except (ImportError, ValueError) as exc:
+        raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from None
+    if found is None:
+        raise ConfigurationError(f"cannot import {module_name!r}: no module named {module_name!r}")
+
+
+LAB_COMMANDS = ("bench", "profile", "compare", "report", "scenario", "link")
 """Subcommands delegated to :func:`millimcp.lab.cli.main` (the ``lab`` extra)."""
 
 
@@ -57,7 +81,7 @@ def _main(argv: list[str]) -> int:
         from millimcp.compat.__main__ import main as compat_main
 
         return compat_main(argv[1:])
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="millimcp",
         description="The millimcp command line.",
         epilog="The latency lab (pip install 'millimcp[lab]'): millimcp "
@@ -74,12 +98,24 @@ def _main(argv: list[str]) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--http", choices=("uvicorn", "granian"), default="uvicorn")
+    serve.add_argument("--http", choices=("uvicorn", "granian", "native"), default="uvicorn")
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
     serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
     serve.add_argument(
         "--stdio", action="store_true", help="serve stdin/stdout instead of HTTP (logs: stderr)"
+    )
+    serve.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long calls in progress get to finish (default 30)",
+    )
+    serve.add_argument(
+        "--health-path",
+        metavar="PATH",
+        help="readiness endpoint (e.g. /healthz): 200 while serving, 503 once draining",
     )
     args = parser.parse_args(argv)
     if args.command == "serve" and (args.certfile is None) != (args.keyfile is None):
@@ -92,35 +128,75 @@ def _main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return _serve_stdio(args)
+    if args.http == "native":
+        return _serve_native(args)
+    try:
+        _serve_http(args)
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _serve_http(args: argparse.Namespace) -> None:
+    scheme = "https" if args.certfile else "http"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    banner = (
+        f"millimcp: serving {scheme}://{host}:{args.port}{args.path} (Ctrl-C or SIGTERM to stop)"
+    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "certfile": args.certfile,
+        "keyfile": args.keyfile,
+        "graceful_timeout_s": args.graceful_timeout,
+        "banner": banner,
+    }
     if args.workers > 1 or args.http == "granian":
+        _check_module(args.target)  # fail here, in one line, not in each worker
         # Workers import the app themselves; they must all seal MRTR state with one key.
         os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
         os.environ["MILLIMCP_APP_TARGET"] = args.target
         os.environ["MILLIMCP_APP_PATH"] = args.path
+        run_app("millimcp._worker:app", workers=args.workers, http=args.http, **options)
+        return
+    server = load_target(args.target)
+    if not callable(getattr(server, "asgi", None)):
+        raise ConfigurationError(f"{args.target!r} is not a millimcp Server")
+    config = HttpConfig(
+        path=args.path, graceful_timeout_s=args.graceful_timeout, health_path=args.health_path
+    )
+    run_app(server.asgi(http=config), **options)
+
+
+def _serve_native(args: argparse.Namespace) -> int:
+    """The native front: the app is built once; ``--workers N`` forks N processes."""
+    if args.workers > 1:  # forked workers seal MRTR state with one key
+        os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
+    try:
+        server = load_target(args.target)
+        if not callable(getattr(server, "asgi", None)):
+            raise ConfigurationError(f"{args.target!r} is not a millimcp Server")
+        config = HttpConfig(
+            path=args.path, graceful_timeout_s=args.graceful_timeout, health_path=args.health_path
+        )
+        scheme = "https" if args.certfile else "http"
+        host = f"[{args.host}]" if ":" in args.host else args.host
         run_app(
-            "millimcp._worker:app",
+            server.asgi(http=config),
             host=args.host,
             port=args.port,
             workers=args.workers,
-            http=args.http,
-            log_level=args.log_level,
+            http="native",
             certfile=args.certfile,
             keyfile=args.keyfile,
+            banner=f"millimcp: serving {scheme}://{host}:{args.port}{args.path} "
+            "(Ctrl-C or SIGTERM to stop)",
         )
-        return 0
-    try:
-        server = load_target(args.target)
     except ConfigurationError as exc:
         print(f"millimcp: {exc}", file=sys.stderr)
         return 2
-    run_app(
-        server.asgi(path=args.path),
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        certfile=args.certfile,
-        keyfile=args.keyfile,
-    )
     return 0
 
 
@@ -139,6 +215,9 @@ def _serve_stdio(args: argparse.Namespace) -> int:
         server = load_target(args.target)
     except ConfigurationError as exc:
         print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    if not callable(getattr(server, "run_stdio", None)):
+        print(f"millimcp: {args.target!r} is not a millimcp Server", file=sys.stderr)
         return 2
     server.run_stdio()  # returns on EOF, SIGTERM or SIGINT: all clean exits
     if threading.active_count() > 1:

@@ -26,7 +26,9 @@
     │                                   reached it
     ├── ClientError                     (client) a call refused or abandoned on this side
     │   ├── CallTimeout                 the call's deadline passed (also a TimeoutError)
-    │   └── QueueFull                   the concurrency cap and its wait queue are full
+    │   ├── QueueFull                   the concurrency cap and its wait queue are full
+    │   └── AuthorizationFailed         the OAuth flow could not get a usable token (discovery,
+    │                                   a metadata check, registration, the token endpoint)
     ├── ToolError                       raised by a tool: becomes ``isError: true``, not a
     │                                   protocol error, so the model can read and correct it
     ├── TensorFormatError               tensor bytes or header malformed or over a cap
@@ -51,6 +53,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuthorizationFailed",
     "CallTimeout",
     "ClientError",
     "ConfigurationError",
@@ -242,6 +245,12 @@ class CallTimeout(ClientError, TimeoutError):
 
 class QueueFull(ClientError):
     """The client's cap on calls in flight is reached and its wait queue is full."""
+
+
+class AuthorizationFailed(ClientError):
+    """The client's OAuth flow stopped: a document missing or failing a check the spec
+    requires (resource, issuer, PKCE, ``iss``), or an authorization/token endpoint error.
+    The message never contains a token or a secret."""
 
 
 class ToolError(MillimcpError):

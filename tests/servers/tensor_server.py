@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import mmap
 import time
 from collections.abc import AsyncIterator
 
@@ -104,6 +105,15 @@ async def split(x: np.ndarray) -> dict[str, np.ndarray]:
 async def zeros(n: int) -> np.ndarray:
     """n float32 values i / n (n up to 10M)."""
     return np.arange(n, dtype=np.float32) / np.float32(max(n, 1))
+
+
+@server.tool()
+async def where(x: np.ndarray) -> str:
+    """ "shm" when x is mapped from a shared-memory segment, else "message"."""
+    base = x
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return "shm" if isinstance(getattr(base, "obj", None), mmap.mmap) else "message"
 
 
 @server.tool()

@@ -27,6 +27,7 @@ RANKS: dict[str, int] = {
     "protocol": 2,
     "observe": 3,
     "resilience": 3,
+    "auth": 3,
     "transports": 4,
     "session": 5,
     "cache": 6,

@@ -58,7 +58,11 @@ class TagTemplate:
 
 def default_principal(ctx: Any) -> str | None:
     """Who a private entry belongs to: the ``Authorization`` header (digested), else the
-    handshake-era session (its ``Mcp-Session-Id``); None when the request has neither."""
+    handshake-era session (its ``Mcp-Session-Id``); None when the request has neither. With
+    ``Server(auth=...)`` it is the verified principal (issuer, subject, client)."""
+    principal = getattr(ctx, "principal", None)
+    if principal is not None:
+        return "p:" + hashlib.sha256(principal.key.encode()).hexdigest()[:32]
     headers = getattr(ctx, "headers", None)
     raw = getattr(headers, "raw", None)
     if raw:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Unpack, overload
 
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
@@ -30,7 +30,7 @@ from millimcp.client.subscription import Subscription
 from millimcp.client.tasks import Task, needs_tasks, wait_for_task
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch, MissingClientCapability
+from millimcp.errors import ConfigurationError, HeaderMismatch, MissingClientCapability
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -52,6 +52,9 @@ from millimcp.protocol.types import (
     narrow_blocks,
 )
 from millimcp.resilience.policy import Limits, Retry, Timeout
+
+if TYPE_CHECKING:
+    from millimcp.client.authorizer import AuthConfig
 
 __all__ = ["Client"]
 
@@ -82,6 +85,7 @@ class Client:
         client_info: tuple[str, str] | Implementation = ("millimcp", "0.1.0"),
         tensors: bool = True,
         tensor_type: TensorType | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> None:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
@@ -97,6 +101,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=bool(shared_memory),
         )
         self._pipeline = self._core.pipeline
         self._catalog = self._core.catalog
@@ -127,12 +132,19 @@ class Client:
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
         http: HttpKind | None = None,
+        auth: AuthConfig | None = None,
+        shared_memory: bool | Literal["auto"] = False,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
 
         ``http`` picks the HTTP link (:mod:`millimcp.client.http_choice`): ``"native"`` (the
         default; HTTP/1.1 on asyncio and httptools) or ``"aiohttp"``. Either needs the
         ``client`` extra (else :class:`~millimcp.errors.MissingExtra`).
+
+        ``auth`` (``docs/auth.md``): :class:`~millimcp.auth.OAuth`,
+        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`. The
+        authorization flow is driven by the aiohttp link for now: with ``auth``, ``http``
+        defaults to ``"aiohttp"`` (``http="native"`` with ``auth`` is refused).
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is an
         ``ssl.SSLContext``, or False to skip verification.
@@ -142,7 +154,9 @@ class Client:
         ``tensors=False`` stops declaring ``dev.millimcp/tensor`` (no raw bytes: base64
         blobs both ways); ``tensor_type`` (``"numpy"``/``"torch"``) is what result tensors
         decode to (default: the library of the call's first tensor argument, else numpy);
-        ``max_attachment_bytes`` caps a raw reply (256 MiB).
+        ``max_attachment_bytes`` caps a raw reply (256 MiB). ``shared_memory="auto"``: when the
+        server runs on this host (it opens a probe segment this client makes), tensors travel
+        through ``/dev/shm`` segments instead of the socket; anywhere else, raw bytes as usual.
         """
         from millimcp.client.http_reply import (
             DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -151,6 +165,17 @@ class Client:
 
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
+        extra: dict[str, Any] = {}
+        if auth is not None:
+            if http == "native":
+                raise ConfigurationError(
+                    "auth= is driven by the aiohttp link for now: use http='aiohttp' (the default "
+                    "with auth=)"
+                )
+            from millimcp.client.authorizer import Authorizer
+
+            http = "aiohttp"
+            extra["auth"] = Authorizer(auth, url, ssl=ssl)
         link = http_link(
             http,
             url,
@@ -161,6 +186,7 @@ class Client:
             ssl=ssl,
             tensors=tensors and tensors_available(),
             max_attachment_bytes=max_attachment_bytes or DEFAULT_MAX_ATTACHMENT_BYTES,
+            **extra,
         )
         return cls(
             link,
@@ -175,6 +201,7 @@ class Client:
             client_info=client_info,
             tensors=tensors,
             tensor_type=tensor_type,
+            shared_memory=shared_memory,
         )
 
     @classmethod
@@ -350,36 +377,43 @@ class Client:
         deadline = self._per_call(timeout)
         tasks = as_task
         resent = False
-        while True:
-            try:
-                result, received = await self._pipeline.call_with_attachment(
-                    "tools/call",
-                    params,
-                    _CALL_OR_TASK if tasks else _CALL,
-                    name=name,
-                    extra_headers=extra,
-                    idempotent=bool(idempotent),
-                    timeout=deadline,
-                    on_progress=on_progress,
-                    attachment=attachment,
-                    tasks=tasks,
-                )
-                break
-            except MissingClientCapability as exc:
-                if tasks or not needs_tasks(exc):
-                    raise
-                tasks = True  # the tool runs only as a task: call it as one, and wait
-            except HeaderMismatch:
-                if resent or not http or not arguments:
-                    raise
-                resent = True
-                self._lists.invalidate("tools")
-                await self.list_tools()
-                info = self._catalog.tools.get(name)
-                if info is None or not info.headers:
-                    raise
-                extra = param_headers(info.headers, arguments)
+        try:
+            while True:
+                try:
+                    result, received = await self._pipeline.call_with_attachment(
+                        "tools/call",
+                        params,
+                        _CALL_OR_TASK if tasks else _CALL,
+                        name=name,
+                        extra_headers=extra,
+                        idempotent=bool(idempotent),
+                        timeout=deadline,
+                        on_progress=on_progress,
+                        attachment=attachment,
+                        tasks=tasks,
+                    )
+                    break
+                except MissingClientCapability as exc:
+                    if tasks or not needs_tasks(exc):
+                        raise
+                    tasks = True  # the tool runs only as a task: call it as one, and wait
+                except HeaderMismatch:
+                    if resent or not http or not arguments:
+                        raise
+                    resent = True
+                    self._lists.invalidate("tools")
+                    await self.list_tools()
+                    info = self._catalog.tools.get(name)
+                    if info is None or not info.headers:
+                        raise
+                    extra = param_headers(info.headers, arguments)
+        except BaseException:
+            if tensor_call is not None:
+                tensor_call.release()  # freed by decode otherwise
+            raise
         if isinstance(result, CreateTaskResult):
+            if tensor_call is not None:
+                tensor_call.abandon()  # the task may read its arguments later: never reused
             task = Task(self._pipeline, result)
             if as_task:
                 return task

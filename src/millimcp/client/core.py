@@ -70,6 +70,7 @@ class Core:
         client_info: Implementation,
         tensors: bool = True,
         tensor_type: TensorType | None = None,
+        shared_memory: bool = False,
     ) -> None:
         if era not in _ERAS:
             raise ConfigurationError(f"era must be 'auto', 'modern' or 'handshake', not {era!r}")
@@ -78,13 +79,17 @@ class Core:
         self.http = link.kind == "http"
         self.timeout = timeout
         self.tensors = (
-            ClientTensors(declare=tensors and self.http, tensor_type=tensor_type)
+            ClientTensors(
+                declare=tensors and self.http,
+                tensor_type=tensor_type,
+                shared_memory=shared_memory,
+            )
             if tensors_available()
             else None
         )
         capabilities = handlers.capabilities()
         if self.tensors is not None and self.tensors.declare:
-            extensions = ClientTensors.capability()
+            extensions = self.tensors.capability()
             capabilities = msgspec.structs.replace(capabilities, extensions=extensions)
         self.capabilities = capabilities
         self.envelope = Envelope(
@@ -147,6 +152,8 @@ class Core:
             await sink.aclose()
         await self.inbound.close()
         await self.link.close()
+        if self.tensors is not None:
+            self.tensors.close()
 
     # -- what the server told us --------------------------------------------------------
 

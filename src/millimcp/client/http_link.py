@@ -28,7 +28,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
 
@@ -53,6 +53,9 @@ from millimcp.errors import ConnectionLost, FrameTooLarge, NotSent, RequestRejec
 from millimcp.protocol import Message
 from millimcp.resilience.policy import Limits, Timeout
 
+if TYPE_CHECKING:
+    from millimcp.client.authorizer import Authorizer
+
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "retry_after_seconds"]
 
 log: Final = logging.getLogger("millimcp.client")
@@ -76,8 +79,12 @@ class HttpLink:
         ssl: Any = None,
         tensors: bool = False,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        auth: Authorizer | None = None,
     ) -> None:
         self.url = url
+        self.auth = auth
+        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
+        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
         self.limits = limits or Limits()
         self.timeout = timeout or Timeout()
         self.max_message_bytes = max_message_bytes
@@ -176,6 +183,8 @@ class HttpLink:
             await session.close()
             if side is not None:
                 await side.close()
+            if self.auth is not None:
+                await self.auth.close()
 
     @property
     def session_id(self) -> str | None:
@@ -200,15 +209,13 @@ class HttpLink:
             headers = {**headers, "Mcp-Session-Id": self._session_id}
         if headers.get("Mcp-Method") == "subscriptions/listen":
             session = self._side_session()
-        data, media_type = post_data(body, attachment)
-        if media_type is not None:
-            headers = {**headers, "Content-Type": media_type}
-        try:
-            response = await session.post(self.url, data=data, headers=headers)
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            raise NotSent(f"could not connect to {self.url}: {exc}") from exc
-        except aiohttp.ClientError as exc:
-            raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+        if self.auth is not None:
+            response = await self._authorized_post(session, body, attachment, headers)
+        else:
+            data, media_type = post_data(body, attachment)
+            if media_type is not None:
+                headers = {**headers, "Content-Type": media_type}
+            response = await self._post(session, data, headers)
         if session is self._session:
             self._exchanges += 1
         try:
@@ -241,6 +248,63 @@ class HttpLink:
             return reply_of(status, data, None, "")
         return reply_of(status, data, response.headers.get("Retry-After"), response.reason or "")
 
+    async def _post(
+        self, session: aiohttp.ClientSession, data: Any, headers: Mapping[str, str]
+    ) -> aiohttp.ClientResponse:
+        try:
+            return await session.post(self.url, data=data, headers=headers)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise NotSent(f"could not connect to {self.url}: {exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
+
+    async def _authorized_post(
+        self,
+        session: aiohttp.ClientSession,
+        body: bytes,
+        attachment: Attachment | None,
+        headers: Mapping[str, str],
+    ) -> aiohttp.ClientResponse:
+        """POST with the token; on a challenge run the flow and resend the same request (the
+        server refused it before doing anything), until the authorizer is exhausted."""
+        auth = self.auth
+        assert auth is not None
+        after_flow = False
+        while True:
+            sent = await auth.before()
+            data, media_type = post_data(body, attachment)
+            sending = dict(headers)
+            if media_type is not None:
+                sending["Content-Type"] = media_type
+            if sent is not None:
+                sending["Authorization"] = sent
+            try:
+                response = await self._post(session, data, sending)
+            except ConnectionLost:
+                # A flow takes seconds (a person: minutes): the pooled connection the resend
+                # took has idled past the server's keep-alive and been closed under it. Once,
+                # on another connection.
+                if not after_flow:
+                    raise
+                after_flow = False
+                continue
+            challenge = response.headers.get("WWW-Authenticate")
+            if not auth.wants(response.status, challenge):
+                auth.settled()
+                return response
+            if auth.exhausted():
+                return response
+            status = response.status
+            response.close()
+            await auth.challenge(status, challenge, sent)
+            after_flow = True
+
+    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        if self.auth is None:
+            return headers
+        value = await self.auth.before()
+        return headers if value is None else {**headers, "Authorization": value}
+
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
         if self._session is None:
             raise NotSent("the client is closed")
@@ -250,11 +314,39 @@ class HttpLink:
             self._version = version
         if self._session_id is not None:
             headers = {**headers, "Mcp-Session-Id": self._session_id}
+        for attempt in range(2):
+            sent = await self._auth_headers(headers)
+            if await self._send_once(session, body, sent, retry=attempt == 0):
+                return
+
+    async def _send_once(
+        self,
+        session: aiohttp.ClientSession,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        retry: bool,
+    ) -> bool:
+        """POST a notification or response; False when a challenge was met and the flow ran
+        (send it again)."""
         try:
             async with session.post(self.url, data=body, headers=headers) as response:
+                auth = self.auth
+                if (
+                    retry
+                    and auth is not None
+                    and auth.wants(response.status, response.headers.get("WWW-Authenticate"))
+                    and await auth.challenge(
+                        response.status,
+                        response.headers.get("WWW-Authenticate"),
+                        headers.get("Authorization"),
+                    )
+                ):
+                    return False
                 if response.status >= 300:
                     text = (await response.read())[:500].decode("utf-8", "replace")
                     raise RequestRejected(response.status, text or response.reason or "")
+                return True
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             raise NotSent(f"could not connect to {self.url}: {exc}") from exc
         except aiohttp.ClientError as exc:
@@ -278,7 +370,8 @@ class HttpLink:
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             try:
-                async with session.get(self.url, headers=headers) as response:
+                sending = await self._auth_headers(headers)
+                async with session.get(self.url, headers=sending) as response:
                     if response.status != 200 or not response.headers.get(
                         "Content-Type", ""
                     ).startswith("text/event-stream"):
@@ -341,7 +434,8 @@ class HttpLink:
                 headers["Mcp-Session-Id"] = self._session_id
             parser = SseParser(self.max_message_bytes)
             try:
-                async with self._side_session().get(self.url, headers=headers) as response:
+                sending = await self._auth_headers(headers)
+                async with self._side_session().get(self.url, headers=sending) as response:
                     if response.status != 200 or not response.headers.get(
                         "Content-Type", ""
                     ).startswith("text/event-stream"):
@@ -389,7 +483,8 @@ class HttpLink:
         self._session_id = None
         try:
             async with asyncio.timeout(DELETE_TIMEOUT_S):
-                async with session.delete(self.url, headers=headers) as response:
+                sending = await self._auth_headers(headers)
+                async with session.delete(self.url, headers=sending) as response:
                     self._exchanges += 1
                     await response.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:

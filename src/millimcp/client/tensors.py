@@ -11,6 +11,11 @@ by name. How they travel (see ``docs/tensors.md``):
   attachment (:meth:`ClientTensors.prepare` hands it to the call; the link sends it from the
   tensors' own memory), and a framed reply's attachment (read by the link into one writable
   buffer) holds the result tensors, which are views of it (no copy, no base64);
+- **shared memory**, when the client was made with ``shared_memory="auto"`` and the server
+  declared ``sharedMemory`` and verified the client's probe segment (same host, same user):
+  argument tensors go in one segment the client owns (freed when the call returns), result
+  tensors come in a segment the server made for the client, mapped in place and freed once
+  mapped (``millimcp.tensor.shm``); no bytes cross the socket;
 - **plain MCP** otherwise (stdio, ``tensors=False``, any other server): each argument tensor
   as ``{"blob": <base64 safetensors>, "mimeType": "application/x-safetensors"}``, each result
   tensor from an embedded resource of that media type, whoever sent it.
@@ -66,6 +71,10 @@ the tensor package (a test keeps the two equal)."""
 MEDIA_TYPE: Final = "application/x-safetensors"
 """``millimcp.tensor.MEDIA_TYPE``, likewise."""
 _CID: Final = "cid:"
+_SHM: Final = "shm:"
+REPLY_BYTES: Final = 16 << 20
+"""Bytes of each result segment a shared-memory client keeps (pages are only allocated when
+written; larger results come in a segment of their own)."""
 _PLAIN: Final = frozenset({str, int, float, bool, type(None), list})
 
 
@@ -96,12 +105,31 @@ class TensorCall:
     """One ``tools/call`` with tensor arguments: what its result decodes to, and (raw) the
     attachment to send with it."""
 
-    __slots__ = ("kind", "parts")
+    __slots__ = ("kind", "parts", "pool", "segment")
 
-    def __init__(self, kind: Kind, parts: list[Any] | None) -> None:
+    def __init__(
+        self, kind: Kind, parts: list[Any] | None, segment: Any = None, pool: Any = None
+    ) -> None:
         self.kind: Kind = kind
         self.parts = parts
         """The request's attachment (a tensor document as buffers), or None (base64)."""
+        self.segment = segment
+        """The shared-memory segment holding the argument tensors (given back to ``pool`` by
+        :meth:`release`)."""
+        self.pool = pool
+
+    def release(self) -> None:
+        """Give the arguments' segment back, if any: the server is done with it."""
+        segment, self.segment = self.segment, None
+        if segment is not None:
+            self.pool.give(segment)
+
+    def abandon(self) -> None:
+        """The server may read the arguments later (a task): their segment is never reused,
+        and freed when the client closes."""
+        segment, self.segment = self.segment, None
+        if segment is not None:
+            self.pool.retire(segment)
 
     def __repr__(self) -> str:
         sent = 0 if self.parts is None else sum(len(p) for p in self.parts)
@@ -111,7 +139,16 @@ class TensorCall:
 class ClientTensors:
     """The client's tensor codec: arguments out, result tensors in."""
 
-    __slots__ = ("declare", "limits", "tensor_type")
+    __slots__ = (
+        "_arguments",
+        "_probe",
+        "_received",
+        "_replies",
+        "declare",
+        "limits",
+        "shared_memory",
+        "tensor_type",
+    )
 
     def __init__(
         self,
@@ -119,6 +156,7 @@ class ClientTensors:
         declare: bool,
         tensor_type: TensorType | None = None,
         limits: TensorLimits | None = None,
+        shared_memory: bool = False,
     ) -> None:
         if tensor_type not in (None, "numpy", "torch"):
             raise ValueError(f"tensor_type must be 'numpy', 'torch' or None, not {tensor_type!r}")
@@ -127,14 +165,42 @@ class ClientTensors:
         self.tensor_type: TensorType | None = tensor_type
         self.limits = limits
         """Caps for tensor documents (``millimcp.tensor.TensorLimits``; None: the defaults)."""
+        self.shared_memory = shared_memory and declare
+        self._probe: Any = None
+        self._arguments: Any = None
+        """Segments for argument tensors, reused call after call (``shm.SegmentPool``)."""
+        self._replies: Any = None
+        """Segments the server fills with results, declared in the capability."""
+        self._received: set[str] = set()
+        """Result segments decoded whose tensors may still be in use."""
 
     def __repr__(self) -> str:
         return f"<ClientTensors declare={self.declare} tensor_type={self.tensor_type}>"
 
-    @staticmethod
-    def capability() -> dict[str, Any]:
-        """What the client declares under ``capabilities.extensions``."""
-        return {EXTENSION: {}}
+    def capability(self) -> dict[str, Any]:
+        """What the client declares under ``capabilities.extensions`` (with shared memory: a
+        probe segment, made now, that a server on this host can open)."""
+        if not self.shared_memory:
+            return {EXTENSION: {}}
+        shm = _shm()
+        if not shm.available():
+            self.shared_memory = False
+            return {EXTENSION: {}}
+        shm.sweep()  # segments of earlier clients that died
+        self._probe, token = shm.create_probe()
+        self._arguments = shm.SegmentPool(keep=4)
+        self._replies = shm.SegmentPool(keep=4, capacity=REPLY_BYTES)
+        names = [segment.name for segment in self._replies.reserve()]
+        offer = {"probe": self._probe.name, "token": token, "replyTo": names}
+        return {EXTENSION: {"sharedMemory": {**offer, "replyBytes": REPLY_BYTES}}}
+
+    def close(self) -> None:
+        """Free the probe and the pooled segments."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.close()
+            self._arguments.close()
+            self._replies.close()
 
     def prepare(
         self,
@@ -157,9 +223,15 @@ class ClientTensors:
         found = _first_tensor(arguments)
         if found is None:
             return arguments, None
-        raw = self.declare and EXTENSION in (server.server_capabilities.extensions or ())
+        extensions = server.server_capabilities.extensions or {}
+        raw = self.declare and EXTENSION in extensions
+        kind = tensor_type or self.tensor_type or found
+        if raw and self._probe is not None and _offers_shared_memory(extensions):
+            encoded, parts = _tensor()[1].encode_arguments(arguments, True)
+            assert parts is not None
+            return _into_segment(encoded, parts, kind, self._arguments)
         encoded, parts = _tensor()[1].encode_arguments(arguments, raw)
-        return encoded, TensorCall(tensor_type or self.tensor_type or found, parts)
+        return encoded, TensorCall(kind, parts)
 
     def decode(
         self,
@@ -169,14 +241,29 @@ class ClientTensors:
         attachment: memoryview | None,
     ) -> dict[str, Any] | None:
         """The result's tensors by name (None when it has none): ``cid:`` links into the raw
-        reply's ``attachment``, and embedded ``application/x-safetensors`` blobs."""
+        reply's ``attachment``, ``shm:`` links to segments made for this client, and embedded
+        ``application/x-safetensors`` blobs. Frees the call's argument segment, if any."""
+        if call is not None and call.segment is not None:
+            call.release()
+        if self._received:
+            self._replies.reclaim(self._received)  # results no longer used: refillable
         out: dict[str, Any] | None = None
         shared: dict[str, Any] | None = None
+        segments: dict[str, dict[str, Any]] | None = None
         kind: Kind | None = None
         for block in content:
             cls = type(block)
             if cls is ResourceLink:
-                if block.mime_type != MEDIA_TYPE or not block.uri.startswith(_CID):
+                if block.mime_type != MEDIA_TYPE:
+                    continue
+                if block.uri.startswith(_SHM) and self._probe is not None:
+                    if kind is None:
+                        kind = self._kind(call, tensor_type)
+                    segments = {} if segments is None else segments
+                    name, tensor = self._shared(block, kind, segments)
+                    out = _add(out, name, tensor)
+                    continue
+                if not block.uri.startswith(_CID):
                     continue
                 if kind is None:
                     kind = self._kind(call, tensor_type)
@@ -200,6 +287,36 @@ class ClientTensors:
                     out = _add(out, name, tensor)
         return out
 
+    def _shared(
+        self, block: Any, kind: Kind, segments: dict[str, dict[str, Any]]
+    ) -> tuple[str, Any]:
+        """A result tensor in a segment the server made for this client: mapped in place,
+        its name freed at once (this process owns it)."""
+        segment_name, _, name = block.uri[len(_SHM) :].partition("#")
+        tensors = segments.get(segment_name)
+        if tensors is None:
+            meta = (block.meta or {}).get(EXTENSION) or {}
+            pooled = self._replies.find(segment_name)
+            if pooled is not None:  # one of ours, refilled: views of it, freed when unused
+                self._received.add(segment_name)
+                tensors = _unpack(pooled.document(meta.get("documentBytes")), kind, self.limits)
+            else:
+                limits = self.limits or _tensor()[2].DEFAULT_LIMITS
+                cap = _shm().HEADER_BYTES + 8 + limits.max_header_bytes + limits.max_bytes
+                segment = _shm().Segment.attach(
+                    segment_name, meta.get("segmentBytes"), max_bytes=cap, claim=True
+                )
+                try:
+                    document = segment.document(meta.get("documentBytes"))
+                    tensors = _unpack(document, kind, self.limits)
+                    del document
+                finally:
+                    segment.close()  # unmapped when the last tensor viewing it goes
+            segments[segment_name] = tensors
+        if name not in tensors:
+            raise TensorFormatError(f"no tensor named {name!r} in segment {segment_name}")
+        return name, tensors[name]
+
     def _kind(self, call: TensorCall | None, tensor_type: TensorType | None) -> Kind:
         if call is not None:
             return call.kind
@@ -213,6 +330,37 @@ class ClientTensors:
             return bytearray(base64.b64decode(blob, validate=True))
         except (binascii.Error, ValueError):
             raise TensorFormatError("a tensor blob is not valid base64") from None
+
+
+def _shm() -> ModuleType:
+    from millimcp.tensor import shm
+
+    return shm
+
+
+def _offers_shared_memory(extensions: Mapping[str, Any]) -> bool:
+    declared = extensions.get(EXTENSION)
+    return isinstance(declared, Mapping) and isinstance(declared.get("sharedMemory"), Mapping)
+
+
+def _into_segment(
+    encoded: dict[str, Any], parts: list[Any], kind: Kind, pool: Any
+) -> tuple[dict[str, Any], TensorCall]:
+    """The arguments' tensor document copied into a pooled segment (one copy), and the
+    arguments rewritten from ``cid:<name>`` to ``shm:<segment>#<name>``."""
+    size = sum(len(memoryview(p).cast("B")) for p in parts)
+    segment = pool.take(size)
+    nbytes = _shm().fill(segment, parts)
+
+    def moved(value: Any) -> Any:
+        if type(value) is dict and set(value) == {"uri"} and value["uri"].startswith(_CID):
+            uri = f"{_SHM}{segment.name}#{value['uri'][len(_CID) :]}"
+            return {"uri": uri, "size": segment.size, "documentBytes": nbytes}
+        if type(value) is dict:
+            return {k: moved(v) for k, v in value.items()}
+        return value
+
+    return {k: moved(v) for k, v in encoded.items()}, TensorCall(kind, None, segment, pool)
 
 
 def _first_tensor(arguments: Mapping[str, Any]) -> Kind | None:

@@ -1,4 +1,4 @@
-"""The lab's command line: ``millimcp bench | profile | compare | report | scenario``.
+"""The lab's command line: ``millimcp bench | profile | compare | report | scenario | link``.
 
 ``millimcp.cli`` hands these subcommands to :func:`main`. Each command lives in its own module
 (:data:`COMMANDS`) exposing ``add_arguments(parser)`` and ``run(args) -> int`` (the exit
@@ -34,6 +34,7 @@ COMMANDS: Final = {
     "compare": "millimcp.lab.compare",
     "report": "millimcp.lab.report",
     "scenario": "millimcp.lab.scenario",
+    "link": "millimcp.lab.link.command",
 }
 """Subcommand -> the module that implements it."""
 

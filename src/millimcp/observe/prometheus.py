@@ -156,6 +156,27 @@ class PrometheusListener(Listener):
             ["operation"],
             registry=reg,
         )
+        self.batches = prom.Counter(
+            "millimcp_batches",
+            "Model batches run, by model and rows in the batch (the sizes the batcher chose).",
+            ["model", "rows"],
+            registry=reg,
+        )
+        self.batch_rows = prom.Counter(
+            "millimcp_batch_rows", "Rows run in model batches.", ["model"], registry=reg
+        )
+        self.batch_wait = prom.Counter(
+            "millimcp_batch_queue_wait_seconds",
+            "Time requests waited in a model's batch queue, summed over requests.",
+            ["model"],
+            registry=reg,
+        )
+        self.batch_run = prom.Counter(
+            "millimcp_batch_run_seconds",
+            "Time model batches ran; divided by millimcp_batch_rows: the cost per row.",
+            ["model"],
+            registry=reg,
+        )
         self.stage_seconds = prom.Counter(
             "millimcp_stage_seconds",
             "Time spent per request stage.",
@@ -290,6 +311,9 @@ _VALIDATE: Final = operator.itemgetter(9)
 _CACHE: Final = operator.itemgetter(10)
 
 _EVENT_METRICS: Final = {"cache": "cache", "cache_fallback": "fallbacks", "rejected": "rejected"}
+_EVENT_METRICS.update(  # model batching (millimcp.tensor.batching)
+    batch="batches", batch_rows="batch_rows", batch_wait="batch_wait", batch_run="batch_run"
+)
 
 
 _installed: PrometheusListener | None = None

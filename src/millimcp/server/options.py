@@ -57,6 +57,9 @@ class ToolOptions:
     executor: Literal["thread", "process"] = "thread"
     """Where a sync function runs: the server's thread pool, or its process pool (a
     CPU-bound, module-level function that takes no ``Context``)."""
+    scopes: Sequence[str] = ()
+    """OAuth scopes a caller's token needs for this tool (``Server(auth=...)``), besides
+    ``ProtectedResource.required_scopes``: without them, 403 ``insufficient_scope``."""
     task: TaskMode | None = None
     """Run a call as a task (the tasks extension): ``"optional"`` when the client negotiated
     the extension on the call, ``"required"`` always (-32021 for a client without it),

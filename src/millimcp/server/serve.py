@@ -1,4 +1,4 @@
-"""Running an ASGI app under an HTTP server: uvicorn (default) or granian.
+"""Running an ASGI app under an HTTP server: uvicorn (default), granian, or the native front.
 
 Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both servers set it on
 accepted sockets); access logs off. Why uvicorn is the default: docs/serving.md.
@@ -14,10 +14,15 @@ knowledge on the same port. uvicorn speaks HTTP/1.1 only.
 from __future__ import annotations
 
 import importlib
+import socket
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from millimcp.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from millimcp.transports.http import HttpConfig
 
 __all__ = ["run_app"]
 
@@ -30,37 +35,81 @@ def run_app(
     workers: int = 1,
     http: str = "uvicorn",
     log_level: str = "warning",
-    keepalive_s: int = 60,
+    keepalive_s: float | None = None,
     certfile: str | None = None,
     keyfile: str | None = None,
+    graceful_timeout_s: float | None = None,
+    max_connections: int | None = None,
+    banner: str | None = None,
 ) -> None:
     """Serve an ASGI app (or an import string, needed for workers > 1 and granian).
 
     ``certfile`` and ``keyfile`` (PEM; granian wants the key in PKCS#8) turn on TLS.
+    ``http="native"`` serves a millimcp endpoint app (``server.asgi()``) on the native
+    HTTP/1.1 front (:mod:`millimcp.transports.native`): ``workers`` forked processes share
+    the port with ``SO_REUSEPORT``; the limits and timeouts are the app's ``HttpConfig``.
+    ``keepalive_s``, ``graceful_timeout_s`` and ``max_connections`` default to the app's
+    :class:`~millimcp.transports.http.HttpConfig` (``keepalive_timeout_s``...; the class's
+    defaults for an import string). Under uvicorn, SIGTERM and SIGINT drain the app first
+    (:mod:`millimcp.server.graceful`) and the process exits 0. ``banner`` is printed to
+    stderr once the server listens. A port that cannot be bound raises
+    :class:`~millimcp.errors.ConfigurationError` (one line, no traceback, in the CLI).
     """
+    limits = _limits(app)
+    keepalive = limits.keepalive_timeout_s if keepalive_s is None else keepalive_s
+    grace = limits.graceful_timeout_s if graceful_timeout_s is None else graceful_timeout_s
+    connections = limits.max_connections if max_connections is None else max_connections
     if (certfile is None) != (keyfile is None):
         raise ConfigurationError("TLS needs both a certificate file and a key file")
-    if http == "uvicorn":
+    if http == "native":
+        from millimcp.transports.native import run_native
+
+        if isinstance(app, str):
+            module, _, attribute = app.partition(":")
+            app = getattr(importlib.import_module(module), attribute or "app")
+        _announce(banner)
+        code = run_native(
+            app, host=host, port=port, workers=workers, certfile=certfile, keyfile=keyfile
+        )
+        if code:
+            raise SystemExit(code)
+    elif http == "uvicorn":
         try:
             import uvicorn
         except ImportError:
             raise ConfigurationError(
                 "uvicorn is not installed: pip install 'millimcp[serve]'"
             ) from None
-        uvicorn.run(
+        from millimcp.server.graceful import GracefulServer
+
+        config = uvicorn.Config(
             app,
             host=host,
             port=port,
             workers=workers if isinstance(app, str) else None,
             loop="uvloop" if _has("uvloop") else "asyncio",
-            http="httptools" if _has("httptools") else "h11",
+            http=_protocol(limits.header_timeout_s, workers if isinstance(app, str) else 1),
             access_log=False,
             log_level=log_level,
-            timeout_keep_alive=keepalive_s,
+            timeout_keep_alive=max(1, round(keepalive)),
+            timeout_graceful_shutdown=max(1, round(grace)),
+            limit_concurrency=connections,
             lifespan="on",
             ssl_certfile=certfile,
             ssl_keyfile=keyfile,
         )
+        sock = _bind(host, port)
+        if config.workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
+            _announce(banner)
+            Multiprocess(config, sockets=[sock]).run()
+            return
+        server = GracefulServer(config)
+        server.banner = banner
+        server.run(sockets=[sock])
+        if not server.started:
+            raise ConfigurationError("the server did not start (its error is above)")
     elif http == "granian":
         try:
             from granian import Granian
@@ -72,6 +121,8 @@ def run_app(
             ) from None
         if not isinstance(app, str):
             raise ConfigurationError("granian needs an import string (module:attribute)")
+        _bind(host, port).close()  # a port in use is one clear error, not a traceback
+        _announce(banner)
         Granian(
             app,
             address=host,
@@ -85,7 +136,50 @@ def run_app(
             ssl_key=None if keyfile is None else Path(keyfile),
         ).serve()
     else:
-        raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn or granian")
+        raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn, granian or native")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for the server to listen on (and its workers)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _protocol(header_timeout_s: float, workers: int) -> Any:
+    """uvicorn's HTTP protocol: httptools with the header deadline where it can be had."""
+    if not _has("httptools"):
+        return "h11"
+    if workers > 1:  # the workers are spawned: the protocol is named, not a class
+        return "httptools"
+    from millimcp.server.graceful import deadline_protocol
+
+    return deadline_protocol(header_timeout_s)
+
+
+def _announce(banner: str | None) -> None:
+    if banner is not None:
+        print(banner, file=sys.stderr, flush=True)
+
+
+def _limits(app: Any) -> HttpConfig:
+    """The HTTP settings of ``app`` (a :class:`StreamableHTTPApp`, maybe wrapped)."""
+    from millimcp.transports.http import HttpConfig
+
+    for _ in range(8):
+        config = getattr(app, "config", None)
+        if isinstance(config, HttpConfig):
+            return config
+        app = getattr(app, "app", None)
+    return HttpConfig()
 
 
 _GRANIAN_LEVELS = frozenset({"critical", "error", "warning", "warn", "info", "debug"})

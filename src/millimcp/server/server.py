@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
+from millimcp.auth.resource import ProtectedResource
 from millimcp.cache import Cache, CacheStore
 from millimcp.protocol import RequestStateSealer
 from millimcp.protocol.types import (
@@ -75,8 +76,12 @@ class Server:
         website_url: str | None = None,
         config: ServerConfig | None = None,
         lifespan: Lifespan | None = None,
+        auth: ProtectedResource | None = None,
     ) -> None:
         self.config = config or ServerConfig()
+        self.auth = auth
+        """The endpoint is a protected resource (``docs/auth.md``): HTTP requests need a
+        bearer token its verifier accepts; stdio stays credential-free."""
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
@@ -162,6 +167,7 @@ class Server:
         invalidates: Sequence[str] = (),
         concurrency: ConcurrencyLimit | None = None,
         executor: Literal["thread", "process"] = "thread",
+        scopes: Sequence[str] = (),
         task: TaskMode | None = None,
         ask_first: dict[str, InputRequest] | None = None,
     ) -> Callable[[F], F]: ...
@@ -373,22 +379,48 @@ class Server:
 
             install()
         metrics_path = self.config.metrics_path
+        if self.auth is not None:
+            return self._protected(config, metrics_path)
         if metrics_path is None:
-            return StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
+            return app
         from millimcp.observe.prometheus import MetricsApp, probed
 
         if config.path is None:  # every path is the endpoint's: the metrics go in front
             app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+            app.on_drain.append(self.end_streams)
             return MetricsApp(app, metrics_path)
         # The metrics are a route of the MCP app: no extra ASGI layer on MCP calls.
         app = StreamableHTTPApp(self.endpoint(), config, lifespan=probed(self.running))
+        app.on_drain.append(self.end_streams)
         app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
         return app
+
+    def _protected(self, config: HttpConfig, metrics_path: str | None) -> Any:
+        """The endpoint behind the auth gate (imported only when auth is configured)."""
+        from millimcp.transports.auth_gate import AuthGate
+
+        assert self.auth is not None
+        app = StreamableHTTPApp(self.endpoint(), config, lifespan=self.running)
+        if metrics_path is not None:
+            from millimcp.observe.prometheus import MetricsApp
+
+            app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
+        return AuthGate(
+            app, self.auth, scopes_for=self._scopes_for, max_body_bytes=config.max_body_bytes
+        )
+
+    def _scopes_for(self, method: str, name: str) -> Sequence[str]:
+        if method != "tools/call":
+            return ()
+        entry = self._tool_registry.get(name)
+        return entry.scopes if entry is not None else ()
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
     ) -> None:
-        """Serve over Streamable HTTP until interrupted (uvicorn; see ``millimcp.cli``)."""
+        """Serve over Streamable HTTP until interrupted (``http=``: uvicorn, granian, native)."""
         from millimcp.server.serve import run_app
 
         run_app(self.asgi(path=path), host=host, port=port, **options)
@@ -434,6 +466,13 @@ class Server:
             await methods.tasks.manager.close()
             if self._cache is not None:
                 await self._cache.close()
+
+    def end_streams(self) -> None:
+        """End every ``subscriptions/listen`` stream and handshake-era GET stream with its
+        clean close, keeping sessions and calls in progress (the start of a drain)."""
+        self._notifier.close()
+        for endpoint in self._endpoints:
+            endpoint.sessions.end_streams()
 
     def close(self) -> None:
         """End subscriptions gracefully and stop the pools."""

@@ -50,6 +50,7 @@ from millimcp.tensor.extension import (
     encode_result,
     is_tensor_result,
     peer_accepts,
+    shared_memory_peer,
     tensor_return,
 )
 
@@ -86,6 +87,7 @@ class ToolEntry:
         "output",
         "plain",
         "process",
+        "scopes",
         "task",
         "tensors",
         "text_mirror",
@@ -104,6 +106,7 @@ class ToolEntry:
         self.process = options.executor == "process"
         """Runs in the server's process pool (``executor="process"``)."""
         self.timeout = options.timeout
+        self.scopes: tuple[str, ...] = tuple(options.scopes)
         self.task = None if options.task in (None, "never") else options.task
         """``"optional"`` or ``"required"``: the call may run as a task; None: never."""
         self.ask_first = options.ask_first
@@ -191,7 +194,10 @@ class ToolEntry:
         try:
             if self.tensors:
                 attachments = ctx.attachments
-                attachment = RequestAttachment(attachments.request if attachments else None)
+                attachment = RequestAttachment(
+                    attachments.request if attachments else None,
+                    shared=shared_memory_peer(ctx.client_capabilities.extensions) is not None,
+                )
                 kwargs = self.args.decode(raw_arguments, attachment)
             else:
                 kwargs = self.decode(raw_arguments)
@@ -271,7 +277,8 @@ def _tensor_result(value: Any, ctx: Context) -> CallToolResult:
         and attachments.can_reply
         and peer_accepts(ctx.client_capabilities.extensions)
     )
-    content, attachment = encode_result(value, raw)
+    shared = shared_memory_peer(ctx.client_capabilities.extensions) if raw else None
+    content, attachment = encode_result(value, raw, shared)
     if attachments is not None:
         if attachment is not None:
             attachments.reply = attachment

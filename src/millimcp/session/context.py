@@ -17,6 +17,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from millimcp.auth.resource import CURRENT_PRINCIPAL, Principal
 from millimcp.errors import InvalidParams, MissingClientCapability
 from millimcp.protocol import McpHeaders, encode_notification
 from millimcp.protocol.types import (
@@ -167,6 +168,12 @@ class Context(msgspec.Struct, eq=False):
     @property
     def client_info(self) -> Implementation | None:
         return self.meta.client_info if self.meta is not None else None
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request's access token speaks for (``Server(auth=...)``); None without
+        auth, and over stdio."""
+        return CURRENT_PRINCIPAL.get()
 
     @property
     def log_level(self) -> LoggingLevel | None:

@@ -347,6 +347,12 @@ class SessionStore:
             self._sessions.pop(key).close()
         return len(idle)
 
+    def end_streams(self) -> None:
+        """End every session's GET streams (a drain); the sessions and their calls go on."""
+        for session in self._sessions.values():
+            for stream in session.streams.values():
+                stream.close()
+
     def close(self) -> None:
         for session in self._sessions.values():
             session.close()

@@ -16,6 +16,16 @@ tensor, by key for a dict):
   ``blob`` is base64 of a safetensors document holding that one tensor, with mimeType
   ``application/x-safetensors``.
 
+**Shared memory** (same-host peers, both sides opting in): the client declares
+``{"sharedMemory": {"probe": <segment name>, "token": <hex>}}`` in its extension capability;
+a server that can open that segment and finds the token there shares the host (see
+:mod:`millimcp.tensor.shm`). Then a tensor argument may be ``{"uri": "shm:<segment>#<name>",
+"size": <segment bytes>}`` (a tensor document in a segment the client owns and frees after
+the call), and result tensors are ``resource_link`` blocks to ``shm:<segment>#<name>`` (a
+segment the server creates owned by the client, which frees it once mapped; the size is in
+``_meta``). Every name and size is checked as forged input; a server that cannot verify the
+probe, or a peer on another host, uses the forms above.
+
 Either way the JSON-RPC message is a valid MCP message. Each block's ``_meta`` under the
 extension key gives the tensor's name, dtype and shape. This module serves the server and the
 client alike: ``encode_arguments``/``decode_arguments`` and ``encode_result``/``decode_result``.
@@ -24,12 +34,14 @@ client alike: ``encode_arguments``/``decode_arguments`` and ``encode_result``/``
 from __future__ import annotations
 
 import base64
+import os
 import typing
 from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
 
+import millimcp.tensor.shm as _shm
 from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE
 from millimcp.errors import TensorFormatError
 from millimcp.protocol.types import (
@@ -44,6 +56,7 @@ from millimcp.tensor.wire import DEFAULT_LIMITS, DTYPES, MEDIA_TYPE, TensorLimit
 __all__ = [
     "EXTENSION",
     "RequestAttachment",
+    "SharedPeer",
     "TensorParam",
     "TensorValue",
     "capability",
@@ -52,6 +65,7 @@ __all__ = [
     "encode_result",
     "is_tensor_result",
     "peer_accepts",
+    "shared_memory_peer",
     "tensor_param",
     "tensor_return",
     "tensor_schema",
@@ -69,15 +83,52 @@ class TensorValue(msgspec.Struct, kw_only=True, rename="camel"):
     """A safetensors document of one tensor; msgspec decodes the base64 into a writable buffer."""
     uri: str | None = None
     mime_type: str | None = None
+    size: int | None = None
+    """With a ``shm:`` uri: the bytes of the segment (checked against the file)."""
+    document_bytes: int | None = None
+    """With a ``shm:`` uri: the bytes of the tensor document after the control block."""
 
 
 def capability() -> dict[str, Any]:
-    """What a server (or client) declares under ``capabilities.extensions``."""
-    return {
+    """What a server declares under ``capabilities.extensions``."""
+    declared: dict[str, Any] = {
         "mediaType": ATTACHMENT_MEDIA_TYPE,
         "tensorMediaType": MEDIA_TYPE,
         "dtypes": list(DTYPES),
     }
+    if _shm.available():
+        declared["sharedMemory"] = {"pid": os.getpid()}
+    return declared
+
+
+class SharedPeer(msgspec.Struct, frozen=True):
+    """A client that proved it shares this host: its pid, and the segments it keeps for
+    results (``replyTo``, each ``replyBytes`` after the control block)."""
+
+    pid: int
+    replies: tuple[str, ...] = ()
+    reply_bytes: int = 0
+
+
+def shared_memory_peer(extensions: Mapping[str, Any] | None) -> SharedPeer | None:
+    """A client that declared shared memory and proved it shares this host (its probe
+    segment opened, its token matched), else None."""
+    if extensions is None:
+        return None
+    declared = extensions.get(EXTENSION)
+    if not isinstance(declared, Mapping):
+        return None
+    offer = declared.get("sharedMemory")
+    if not isinstance(offer, Mapping):
+        return None
+    pid = _shm.verify_probe(offer.get("probe"), offer.get("token"))
+    if pid is None:
+        return None
+    replies, size = offer.get("replyTo"), offer.get("replyBytes")
+    if not isinstance(replies, list) or not isinstance(size, int) or isinstance(size, bool):
+        return SharedPeer(pid)
+    names = tuple(name for name in replies[:16] if isinstance(name, str))
+    return SharedPeer(pid, names, size)
 
 
 def peer_accepts(extensions: Mapping[str, Any] | None) -> bool:
@@ -110,14 +161,48 @@ def tensor_schema(kind: Kind) -> dict[str, Any]:
 
 
 class RequestAttachment:
-    """The tensors of one request's attachment, decoded on first use (zero-copy views)."""
+    """The tensors of one request's attachment, decoded on first use (zero-copy views), and
+    of its shared-memory segments when the peer proved it shares the host."""
 
-    __slots__ = ("_tensors", "limits", "view")
+    __slots__ = ("_segments", "_tensors", "limits", "shared", "view")
 
-    def __init__(self, view: memoryview | None, limits: TensorLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        view: memoryview | None,
+        limits: TensorLimits = DEFAULT_LIMITS,
+        *,
+        shared: bool = False,
+    ) -> None:
         self.view = view
         self.limits = limits
+        self.shared = shared
+        """Whether ``shm:`` arguments are accepted (the peer's probe was verified)."""
         self._tensors: dict[str, Any] | None = None
+        self._segments: dict[str, dict[str, Any]] | None = None
+
+    def get_shared(self, uri: str, size: int | None, nbytes: int | None, kind: Kind) -> Any:
+        """The tensor ``shm:<segment>#<name>`` names, mapped in place (no copy)."""
+        if not self.shared:
+            raise TensorFormatError("a shm: tensor argument, but shared memory was not agreed")
+        segment_name, _, name = uri[len(_shm.SCHEME) :].partition("#")
+        segments = self._segments
+        if segments is None:
+            segments = self._segments = {}
+        tensors = segments.get(segment_name)
+        if tensors is None:
+            limit = 8 + self.limits.max_header_bytes + self.limits.max_bytes
+            segment = _shm.Segment.attach(segment_name, size, max_bytes=limit)  # type: ignore[arg-type]
+            try:
+                document = segment.document(nbytes)
+                tensors = unpack(document, "torch" if kind == "torch" else "numpy", self.limits)
+                del document
+            finally:
+                segment.close()  # unmapped when the last tensor viewing it goes
+            segments[segment_name] = tensors
+        value = tensors.get(name)
+        if value is None:
+            raise TensorFormatError(f"no tensor named {name!r} in segment {segment_name}")
+        return _as_kind(value, kind)
 
     def get(self, name: str, kind: Kind) -> Any:
         if self._tensors is None:
@@ -171,6 +256,8 @@ class TensorParam:
 def _decode_value(value: TensorValue, kind: Kind, attachment: RequestAttachment) -> Any:
     if value.mime_type is not None and value.mime_type != MEDIA_TYPE:
         raise TensorFormatError(f"a tensor argument's mimeType is {MEDIA_TYPE}")
+    if value.uri is not None and value.uri.startswith(_shm.SCHEME) and value.blob is None:
+        return attachment.get_shared(value.uri, value.size, value.document_bytes, kind)
     if value.uri is not None:
         if value.blob is not None or not value.uri.startswith(CID):
             raise TensorFormatError("a tensor argument has either 'blob' or a 'uri' cid:<name>")
@@ -228,9 +315,17 @@ def _describe(name: str, entry_dtype: str, shape: tuple[int, ...]) -> dict[str, 
     return {EXTENSION: {"name": name, "dtype": entry_dtype, "shape": list(shape)}}
 
 
-def encode_result(value: Any, raw: bool) -> tuple[list[ContentBlock], list[Any] | None]:
-    """Content blocks for a tensor (or dict of tensors) result, and the attachment if ``raw``."""
+def encode_result(
+    value: Any, raw: bool, shared_with: SharedPeer | None = None
+) -> tuple[list[ContentBlock], list[Any] | None]:
+    """Content blocks for a tensor (or dict of tensors) result, and the attachment if ``raw``.
+
+    ``shared_with`` (a verified same-host client): the tensors go in one of the segments it
+    keeps for results when one is free and large enough, else in a new segment it will own
+    and free; there is no attachment."""
     tensors: Mapping[str, Any] = value if isinstance(value, dict) else {RESULT_NAME: value}
+    if raw and shared_with is not None:
+        return _shared_result(tensors, shared_with), None
     if raw:
         packed = pack(tensors)
         entries = {e.name: e for e in packed.entries}
@@ -261,6 +356,60 @@ def encode_result(value: Any, raw: bool) -> tuple[list[ContentBlock], list[Any] 
             )
         )
     return blocks, None
+
+
+def _reply_segment(peer: SharedPeer, nbytes: int) -> Any:
+    """One of the client's free result segments that fits ``nbytes``, marked filled."""
+    if nbytes > peer.reply_bytes:
+        return None
+    for name in peer.replies:
+        try:
+            if _shm.owner_of(name) != peer.pid:
+                continue  # not the client's own: never written to
+            segment = _shm.Segment.attach(
+                name, _shm.HEADER_BYTES + peer.reply_bytes, max_bytes=_shm.HEADER_BYTES + (1 << 34)
+            )
+        except TensorFormatError:
+            continue  # gone, or not what the offer said: a segment of its own instead
+        if segment.view[0] == _shm.FREE:
+            segment.view[0] = _shm.FILLED  # no await between the check and this: one writer
+            return segment
+        segment.close()
+    return None
+
+
+def _shared_result(tensors: Mapping[str, Any], peer: SharedPeer) -> list[ContentBlock]:
+    _shm.sweep_now_and_then()  # segments of clients that died before mapping theirs
+    packed = pack(tensors)
+    segment = _reply_segment(peer, packed.nbytes)
+    if segment is None:
+        segment = _shm.Segment.create(_shm.HEADER_BYTES + packed.nbytes, owner=peer.pid)
+        segment.view[0] = _shm.FILLED
+    try:
+        _shm.fill(segment, packed.parts)
+    except BaseException:
+        if _shm.owner_of(segment.name) == peer.pid and segment.name not in peer.replies:
+            segment.unlink()
+        raise
+    finally:
+        segment.close()  # the client frees a new one once it has it mapped
+    entries = {e.name: e for e in packed.entries}
+    return [
+        ResourceLink(
+            uri=f"{_shm.SCHEME}{segment.name}#{e.name}",
+            name=e.name,
+            mime_type=MEDIA_TYPE,
+            size=e.end - e.begin,
+            meta={
+                EXTENSION: {
+                    **_describe(e.name, e.dtype, e.shape)[EXTENSION],
+                    "segmentBytes": segment.size,
+                    "documentBytes": packed.nbytes,
+                }
+            },
+        )
+        for e in (entries[name] for name in tensors)
+    ]
 
 
 def decode_result(

@@ -2,8 +2,7 @@
 
 ::
 
-    model = Model(build, device="auto", batching=Batching(max_batch_size=32,
-                                                          max_queue_delay_ms=2))
+    model = Model(build, device="auto", batching=Batching(max_batch_size=32))  # adaptive
     server = Server("classifier", lifespan=model.lifespan)
 
     @server.tool()
@@ -79,7 +78,7 @@ class Model:
         self.requested_device = device
         self.batching = batching
         self.workers = workers
-        self.name = name or getattr(build, "__name__", "model")
+        self.name: str = name or str(getattr(build, "__name__", "model"))
         self.device: str | None = None
         self._module: Any = None
         self._executor: Executor | None = None
@@ -119,7 +118,7 @@ class Model:
         self._executor = executor
         if self.batching is not None:
             self._batcher = DynamicBatcher(
-                self._run_batch, self.batching, rows=_rows, instances=instances
+                self._run_batch, self.batching, rows=_rows, instances=instances, name=self.name
             )
         log.info("model %s loaded on %s (%s)", self.name, device, executor)
 

@@ -154,6 +154,19 @@ class Packed:
     def tobytes(self) -> bytes:
         return b"".join(self.parts)
 
+    def write_into(self, target: memoryview) -> int:
+        """Copy the document into ``target`` (a writable byte buffer, such as a shared-memory
+        segment): one copy per part, none joined first. Returns the bytes written."""
+        if len(target) < self.nbytes:
+            raise TensorFormatError(f"{len(target)}-byte buffer for a {self.nbytes}-byte document")
+        offset = 0
+        for part in self.parts:
+            view = memoryview(part).cast("B") if not isinstance(part, bytes) else part
+            end = offset + len(view)
+            target[offset:end] = view
+            offset = end
+        return offset
+
 
 def pack(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> Packed:
     """Encode named numpy arrays and/or torch tensors (any layout, any byte order, any device).

@@ -27,9 +27,13 @@ import msgspec
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
 from millimcp.codec.attachment import AttachmentFramingError, frame, split
 from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
-from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
+from millimcp.errors import FrameTooLarge, RequestRejected
 from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord, clock
-from millimcp.protocol import McpHeaders, encode_error
+from millimcp.protocol import McpHeaders
+from millimcp.transports.body import BodyBudget, Refusal, read_more, read_writable, refuse
+from millimcp.transports.body import error as _error
+from millimcp.transports.body import plain as _plain
+from millimcp.transports.drain import DrainingHandler, health_route
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
 
@@ -288,6 +292,23 @@ class StreamableHTTPApp:
         looked up only when the path is not the endpoint's, so they cost MCP calls nothing."""
         if self.config.server_timing:
             TRACE.add(SERVER_TIMING)
+        self.budget = BodyBudget(self.config.max_body_bytes_in_flight)
+        """Body bytes held across this app's connections (``max_body_bytes_in_flight``)."""
+        self.draining = False
+        self.on_drain: list[Callable[[], None]] = []
+        """Called once when :meth:`drain` starts (the server ends its streams there)."""
+        if self.config.health_path is not None:
+            self.routes[self.config.health_path] = health_route(self)
+
+    def drain(self) -> None:
+        """Stop taking new work (SIGTERM): readiness turns 503, new requests get 503 with
+        ``Retry-After``, streams end cleanly; requests already in the handler finish."""
+        if self.draining:
+            return
+        self.draining = True
+        self.handler = DrainingHandler(self.handler)
+        for callback in self.on_drain:
+            callback()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -317,7 +338,7 @@ class StreamableHTTPApp:
                 if status == 405:
                     await _plain(send, 405, b"Method Not Allowed", _ALLOW)
                 else:
-                    await _error(send, status, text)
+                    await refuse(receive, send, status, text, headers, config=config)
                 return
         if gate[3] != "POST":
             await self._serve_other(scope, get, receive, send)
@@ -333,16 +354,21 @@ class StreamableHTTPApp:
             and len(declared) >= self._limit_digits  # shorter numbers are under the limit
             and (not declared.isdigit() or int(declared) > limit)
         ):
-            await _error(send, 413, f"Request body larger than {limit} bytes")
+            await refuse(
+                receive,
+                send,
+                413,
+                f"Request body larger than {limit} bytes",
+                headers,
+                config=config,
+            )
             return
         message = await receive()
         if message.get("more_body", False):
-            body = await _read_more(receive, message["body"], limit)
-        else:
-            body = message.get("body", b"")
-            if len(body) > limit:
-                body = None
-        if body is None:
+            await self._handle_long(scope, receive, send, headers, message["body"])
+            return
+        body = message.get("body", b"")
+        if len(body) > limit:
             await _error(send, 413, f"Request body larger than {limit} bytes")
             return
         coding = get(b"content-encoding")
@@ -370,6 +396,36 @@ class StreamableHTTPApp:
         )
         exchange = Exchange(receive, send, config, get(b"accept-encoding"))
         await self.handler.handle_http(body, mcp, exchange)
+
+    async def _handle_long(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], first: bytes
+    ) -> None:
+        """A body that comes in several chunks: read within the limits, held in the budget
+        until the handler is done with it."""
+        config = self.config
+        body = await read_more(receive, first, config.max_body_bytes, self.budget, config)
+        if isinstance(body, Refusal):
+            await body.send(receive, send, headers, config)
+            return
+        held = len(body)
+        try:
+            coding = headers.get(b"content-encoding")
+            if coding is not None and config.decompress_requests:
+                limit = config.max_body_bytes
+                try:
+                    body = decompress(body, coding.decode("latin-1"), limit)
+                except FrameTooLarge:
+                    await _error(send, 413, f"Request body larger than {limit} bytes once decoded")
+                    return
+                except RequestRejected as exc:
+                    extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
+                    await _error(send, exc.status, exc.message, extra)
+                    return
+            exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
+            mcp = _mcp_headers(scope["headers"], headers.get)
+            await self.handler.handle_http(body, mcp, exchange)
+        finally:
+            self.budget.give(held)
 
     async def _serve_other(
         self, scope: Scope, get: Callable[[bytes], bytes | None], receive: Receive, send: Send
@@ -401,31 +457,35 @@ class StreamableHTTPApp:
         config = self.config
         coding = headers.get(b"content-encoding")
         if coding is not None and coding.strip().lower() != b"identity":
-            await _error(
-                send,
-                415,
-                "Unsupported Media Type: a body with an attachment is sent "
-                "without Content-Encoding",
+            text = (
+                "Unsupported Media Type: a body with an attachment is sent without Content-Encoding"
             )
+            await refuse(receive, send, 415, text, headers, config=config)
             return
         limit = config.max_attachment_bytes
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await _error(send, 413, f"Request body larger than {limit} bytes")
+            text = f"Request body larger than {limit} bytes"
+            await refuse(receive, send, 413, text, headers, config=config)
             return
-        body = await _read_writable(receive, limit, None if declared is None else int(declared))
-        if body is None:
-            await _error(send, 413, f"Request body larger than {limit} bytes")
+        size = None if declared is None else int(declared)
+        body = await read_writable(receive, limit, size, self.budget, config)
+        if isinstance(body, Refusal):
+            await body.send(receive, send, headers, config)
             return
+        held = len(body)
         try:
-            message, attachment = split(body, config.max_body_bytes)
-        except AttachmentFramingError as exc:
-            await _error(send, 400, f"Invalid request: {exc}")
-            return
-        exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
-        exchange.attachment = attachment
-        mcp = _mcp_headers(scope["headers"], headers.get)
-        await self.handler.handle_http(message, mcp, exchange)
+            try:
+                message, attachment = split(body, config.max_body_bytes)
+            except AttachmentFramingError as exc:
+                await _error(send, 400, f"Invalid request: {exc}")
+                return
+            exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
+            exchange.attachment = attachment
+            mcp = _mcp_headers(scope["headers"], headers.get)
+            await self.handler.handle_http(message, mcp, exchange)
+        finally:
+            self.budget.give(held)
 
     def _judge(self, gate: _Gate) -> tuple[int, str] | None:
         """Whether a (Host, Origin, Content-Type, method) combination is refused; memoized.
@@ -529,69 +589,3 @@ def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpH
         raw_headers,
         None if session is None else session.decode("latin-1"),
     )
-
-
-async def _read_writable(receive: Receive, limit: int, declared: int | None) -> bytearray | None:
-    """The whole body in one writable buffer (views of it can back tensors); None past limit.
-
-    With a Content-Length the buffer is allocated once and each chunk copied into place.
-    """
-    body = bytearray(declared or 0)
-    size = 0
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return bytearray()
-        chunk = message.get("body", b"")
-        end = size + len(chunk)
-        if end > limit:
-            return None
-        if end <= len(body):
-            body[size:end] = chunk
-        else:
-            body[size:] = chunk
-        size = end
-        more = message.get("more_body", False)
-    if size < len(body):
-        del body[size:]
-    return body
-
-
-async def _read_more(receive: Receive, first: bytes, limit: int) -> bytes | None:
-    """The rest of a body sent in several chunks; None once it passes ``limit``."""
-    chunks = [first]
-    size = len(first)
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        more = message.get("more_body", False)
-    return b"".join(chunks)
-
-
-async def _plain(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    hdrs = [(b"content-type", b"text/plain; charset=utf-8"), *(headers or [])]
-    await send({"type": "http.response.start", "status": status, "headers": hdrs})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _error(
-    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """An HTTP refusal with a JSON-RPC error body that has no id."""
-    if TRACE.active:
-        TRACE.event("rejected", (str(status),))
-    error: ProtocolError = InvalidRequest(message)
-    body = encode_error(None, error)
-    hdrs = [*_JSON_HEADERS, *headers] if headers else _JSON_HEADERS
-    await send({"type": "http.response.start", "status": status, "headers": hdrs})
-    await send({"type": "http.response.body", "body": body})

@@ -35,9 +35,9 @@ class StdioConfig:
     protect_stdout: bool = True
     """Point file descriptor 1 at stderr while serving (the protocol keeps its own copy)."""
     eof_grace_s: float = 1.0
-    """On EOF, how long requests already read may run to completion before they are
-    cancelled (a client may write its requests and close stdin at once). Signals cancel
-    at once."""
+    """On EOF or SIGTERM, how long requests already read may run to completion before they
+    are cancelled (a client may write its requests and close stdin at once; a supervisor
+    stopping the server should not lose the answers in progress). SIGINT cancels at once."""
 
 
 class LineHandler(Protocol):
@@ -141,7 +141,7 @@ async def serve_stdio(
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signum)
         stop_reading()
-        await handler.aclose(config.eof_grace_s if reason == "eof" else 0.0)
+        await handler.aclose(config.eof_grace_s if reason in ("eof", "SIGTERM") else 0.0)
         await _drain(writer)
         writer.close()
         if saved_fd1 is not None:

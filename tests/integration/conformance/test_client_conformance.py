@@ -2,12 +2,13 @@
 
 Runs ``conformance client --requirements 2026-07-28`` and ``--requirements 2025-11-25``, once
 each (the suite runs a revision's scenarios in parallel, each against its own scenario
-server, at that revision's wire). Every scenario the revision requires, authorization
-aside, must pass: no FAILURE and no WARNING in its checks, and the client ran to its end.
-The authorization scenarios are expected failures (OAuth comes in a later issue); the test
-fails if one of them starts passing, so the list stays true. The suite is the npm package
-``@modelcontextprotocol/conformance@0.2.0-alpha.12`` on Node 22, found via
-``MILLIMCP_CONFORMANCE`` and ``MILLIMCP_NODE``; ``make test`` installs both into .tools/.
+server, at that revision's wire). Every scenario the revision requires must pass,
+authorization included: no FAILURE and no WARNING in its checks, and the client ran to its
+end (the negative authorization scenarios allow the client to fail; it does, before any
+token request). The unscored ``auth/client-credentials-basic`` and ``-jwt`` must pass too.
+The suite is the npm package ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` on Node
+22, found via ``MILLIMCP_CONFORMANCE`` and ``MILLIMCP_NODE``; ``make test`` installs both
+into .tools/.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ _AUTH_BOTH = [
     "auth/token-endpoint-auth-none",
     "auth/pre-registration",
 ]
-# Required too, and failing until the client speaks OAuth.
+# Required too: the OAuth flow (millimcp.auth, Client.over_http(auth=...)).
 AUTHORIZATION = {
     "2026-07-28": [
         *_AUTH_BOTH,
@@ -81,6 +82,17 @@ AUTHORIZATION = {
     ],
     "2025-11-25": _AUTH_BOTH,
 }
+# The negative authorization scenarios (the suite allows the client to fail): the client
+# must stop with this error, not finish.
+REFUSED = {
+    "auth/resource-mismatch": "AuthorizationFailed: the protected resource metadata names",
+    "auth/iss-supported-missing": "AuthorizationFailed: the authorization response lacks",
+    "auth/iss-wrong-issuer": "AuthorizationFailed: the authorization response came from",
+    "auth/iss-unexpected": "AuthorizationFailed: the authorization response came from",
+    "auth/iss-normalized": "AuthorizationFailed: the authorization response came from",
+    "auth/metadata-issuer-mismatch": "AuthorizationFailed: no usable authorization server",
+    "auth/scope-retry-limit": "RequestRejected: HTTP 403",
+}
 # Run by the requirement set but never scored: not asserted, except the ones we pass anyway.
 _EXTENSIONS = [
     "auth/client-credentials-jwt",
@@ -94,7 +106,11 @@ NOT_SCORED = {
     "2026-07-28": [*_EXTENSIONS, "json-schema-2020-12-preservation"],
     "2025-11-25": [*_EXTENSIONS, "json-schema-2020-12-preservation"],
 }
-PASSED_ANYWAY = ["json-schema-2020-12-preservation"]
+PASSED_ANYWAY = [
+    "json-schema-2020-12-preservation",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+]
 
 # The suite starts every scenario's client at once (about 40 Python processes): on a small,
 # busy machine one may take far longer than the default 30 s to start and finish.
@@ -123,7 +139,16 @@ class SuiteRun:
         ]
         if not any(check["status"] == "SUCCESS" for check in self.checks[scenario]):
             bad.append("no check succeeded")
-        if _DONE.format(scenario) not in self.stdout[scenario]:
+        refused = REFUSED.get(scenario)
+        if refused is not None:
+            if (
+                refused not in self.stderr[scenario]
+                or _DONE.format(scenario) in self.stdout[scenario]
+            ):
+                bad.append(
+                    f"the client did not stop with {refused}:\n{self.stderr[scenario][-3000:]}"
+                )
+        elif _DONE.format(scenario) not in self.stdout[scenario]:
             bad.append(f"the client did not finish:\n{self.stderr[scenario][-3000:]}")
         return bad
 
@@ -173,15 +198,7 @@ def _cases() -> list[Any]:
     for revision in sorted(REQUIRED):
         cases += [pytest.param(revision, s, id=f"{revision}-{s}") for s in REQUIRED[revision]]
         cases += [pytest.param(revision, s, id=f"{revision}-{s}") for s in PASSED_ANYWAY]
-        cases += [
-            pytest.param(
-                revision,
-                s,
-                id=f"{revision}-{s}",
-                marks=pytest.mark.xfail(strict=True, reason="authorization: a later issue"),
-            )
-            for s in AUTHORIZATION[revision]
-        ]
+        cases += [pytest.param(revision, s, id=f"{revision}-{s}") for s in AUTHORIZATION[revision]]
     return cases
 
 

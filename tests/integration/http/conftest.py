@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,6 +73,25 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
 
 
+FRONTS = tuple(os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(","))
+"""The HTTP fronts every test here runs against (``millimcp serve --http ...``): uvicorn in
+``make test``; ``make test-fronts`` (CI runs it too) runs them all again on the native front,
+which would add about 150 s to ``make test`` here."""
+
+
+@pytest.fixture(scope="session", params=FRONTS)
+def front(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def server_url(front: str) -> Iterator[str]:
+    """tests/servers/basic_server.py on each front (overrides the one in tests/conftest.py)."""
+    command = ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", "{port}"]
+    with serve_python([*command, "--http", front]) as served:
+        yield served.url()
+
+
 @pytest.fixture
 def rpc(server_url: str) -> Iterator[Rpc]:
     with httpx.Client(timeout=30) as client:
@@ -79,10 +99,11 @@ def rpc(server_url: str) -> Iterator[Rpc]:
 
 
 @pytest.fixture(scope="session")
-def fast_url() -> Iterator[str]:
+def fast_url(front: str) -> Iterator[str]:
     """tests/servers/fastpath_server.py (backpressure, timeouts, offloading, big results)."""
     target = "tests.servers.fastpath_server:server"
-    with serve_python(["-m", "millimcp", "serve", target, "--port", "{port}"]) as served:
+    command = ["-m", "millimcp", "serve", target, "--port", "{port}", "--http", front]
+    with serve_python(command) as served:
         yield served.url()
 
 

@@ -17,9 +17,10 @@ MAX_ROUNDS = 200
 
 
 @pytest.fixture(scope="module")
-def two_workers() -> Iterator[str]:
+def two_workers(front: str) -> Iterator[str]:
     target = "tests.servers.conformance_workers_server:server"
     command = ["-m", "millimcp", "serve", target, "--port", "{port}", "--workers", "2"]
+    command += ["--http", front]
     with serve_python(command) as served:
         yield served.url()
 

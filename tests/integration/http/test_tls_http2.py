@@ -174,3 +174,26 @@ def test_certfile_and_keyfile_go_together(tls: Tls) -> None:
     )
     assert proc.returncode == 2
     assert "--certfile and --keyfile go together" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def native_tls(tls: Tls) -> Iterator[int]:
+    with serve(
+        "--http", "native", "--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)
+    ) as served:
+        yield served.port
+
+
+async def test_native_serves_tls_with_http1(native_tls: int, tls: Tls) -> None:
+    url = f"https://127.0.0.1:{native_tls}/mcp"
+    async with httpx.AsyncClient(verify=tls.context, http2=True, timeout=30) as client:
+        assert await twenty_calls(client, url) == {"HTTP/1.1"}  # ALPN offers http/1.1 only
+    with pytest.raises(httpx.ConnectError):
+        async with httpx.AsyncClient(timeout=30) as client:
+            await post_echo(client, url, "x")
+
+
+def test_native_resumes_tls_sessions(native_tls: int, tls: Tls) -> None:
+    version, reused = resumed(native_tls, tls.context)
+    assert version == "TLSv1.3"
+    assert reused

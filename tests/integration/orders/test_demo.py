@@ -1,5 +1,6 @@
 """``make demo`` end to end, shortened: ``examples/orders/demo.py --quick`` on a small
-database in a temporary folder, a few agents, one step A/B'd; real processes throughout.
+database in a temporary folder, a few agents, one step A/B'd; real processes throughout, over
+the lab's link emulator (the demo's default WAN, with TLS) as ``make demo`` runs it.
 
 The checks are on what the demo prints and writes: the S6.4 table with measured numbers in
 both columns, the S6.2 breakdown with the server's stages, the A/B rows, the run files and
@@ -10,6 +11,7 @@ cache primed with every customer of the workload, never asks it.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -118,3 +120,38 @@ def test_files(demo_run: tuple[str, Path]) -> None:
     assert profile.stages
     assert "server handler" in profile.stages
     assert (folder / "logs" / "naive.log").stat().st_size > 0
+
+
+def test_the_wan_and_the_summary(demo_run: tuple[str, Path]) -> None:
+    output, folder = demo_run
+    assert "network: RTT 50 ms, 2 Mbit/s each way (the lab's link emulator, userspace" in output
+    assert "TLS (a local CA in" in output
+    assert (folder / "tls" / "ca.pem").is_file()
+    assert (folder / "logs" / "link-tuned.out").read_text().startswith("link: userspace path")
+    # the handshake crosses the emulated path: at least TCP's and TLS's round trips (2 x 50 ms)
+    connect = sum(
+        _ms(*cell)
+        for stage in ("connect", "tls")
+        for cell in re.findall(DURATION, _row(output, stage))[:1]
+    )
+    assert connect >= 100.0
+    assert "S6.4 per request: one tool call, 4 agents" in output
+    summary = json.loads((folder / "summary.json").read_text())
+    conditions = summary["conditions"]
+    assert conditions["agents"] == 4
+    assert conditions["rtt_ms"] == 50.0
+    assert conditions["bandwidth_mbit"] == 2.0
+    assert conditions["tls"] is True
+    assert conditions["link"].startswith("userspace")
+    for label in ("naive", "tuned"):
+        for view in ("per_request", "per_iteration"):
+            numbers = summary[label][view]
+            assert set(numbers) == {"mean_ms", "p95_ms", "p99_ms", "success_rate", "server_cpu_ms"}
+            assert numbers["mean_ms"] > 0
+            assert 0.0 <= numbers["success_rate"] <= 1.0
+        # a call is shorter than an iteration of five of them
+        assert summary[label]["per_request"]["mean_ms"] < summary[label]["per_iteration"]["mean_ms"]
+    step = summary["steps"]["compression"]
+    assert set(step) == {"p50_change", "p95_change", "p99_change", "significant"}
+    assert isinstance(step["significant"], bool)
+    assert "gzip + trimmed: transfer 260 -> 30 ms" in output  # the article's claim, printed

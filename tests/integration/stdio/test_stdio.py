@@ -263,3 +263,14 @@ def test_requests_written_just_before_eof_are_still_answered(peer: Peer) -> None
     assert peer.close() == 0  # stdin closed right after the request
     replies = [json.loads(line) for line in peer.raw]
     assert [r["result"]["content"][0]["text"] for r in replies if r.get("id") == 1] == ["done"]
+
+
+def test_sigterm_lets_a_call_in_progress_finish(peer: Peer) -> None:
+    params = {"name": "slow", "arguments": {"seconds": 0.3, "tag": "term"}, "_meta": MODERN_META}
+    peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    assert peer.modern_tool(2, "echo", text="read")["result"]["content"][0]["text"] == "read"
+    peer.process.send_signal(signal.SIGTERM)  # the slow call was read before the echo
+    assert peer.process.wait(timeout=10) == 0
+    time.sleep(0.1)  # the reader thread takes the last lines
+    replies = [json.loads(line) for line in peer.raw]
+    assert [r["result"]["content"][0]["text"] for r in replies if r.get("id") == 1] == ["done"]

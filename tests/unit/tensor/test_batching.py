@@ -29,7 +29,7 @@ class Gate:
 
 async def test_sixty_four_concurrent_callers_each_get_their_own_result() -> None:
     gate = Gate()
-    batcher: DynamicBatcher[int, int] = DynamicBatcher(gate.run, Batching(max_batch_size=16))
+    batcher: DynamicBatcher[int, int] = DynamicBatcher(gate.run, Batching.fixed(max_batch_size=16))
     calls = [asyncio.create_task(batcher.submit(i)) for i in range(64)]
     await asyncio.sleep(0.01)  # the first caller's batch runs alone; the rest queue behind it
     gate.open.set()
@@ -45,7 +45,7 @@ async def test_max_batch_size_counts_rows_not_requests() -> None:
     gate = Gate()
     gate.open.set()
     batcher: DynamicBatcher[np.ndarray, np.ndarray] = DynamicBatcher(
-        gate.run, Batching(max_batch_size=5, max_queue_delay_ms=50), rows=len
+        gate.run, Batching.fixed(max_batch_size=5, max_queue_delay_ms=50), rows=len
     )
     arrays = [np.full(3, i) for i in range(4)]  # 3 rows each: never two in one batch of 5
     results = await asyncio.gather(*(batcher.submit(a) for a in arrays))
@@ -79,7 +79,7 @@ async def test_queue_delay_waits_for_more_requests_and_zero_does_not() -> None:
         gate = Gate()
         gate.open.set()
         batcher: DynamicBatcher[int, int] = DynamicBatcher(
-            gate.run, Batching(max_batch_size=8, max_queue_delay_ms=delay_ms)
+            gate.run, Batching.fixed(max_batch_size=8, max_queue_delay_ms=delay_ms)
         )
         first = asyncio.create_task(batcher.submit(1))
         await asyncio.sleep(0.02)  # arrives while the first waits (delay) or runs (no delay)
@@ -92,7 +92,7 @@ async def test_a_full_batch_does_not_wait_for_the_delay() -> None:
     gate = Gate()
     gate.open.set()
     batcher: DynamicBatcher[int, int] = DynamicBatcher(
-        gate.run, Batching(max_batch_size=2, max_queue_delay_ms=60_000)
+        gate.run, Batching.fixed(max_batch_size=2, max_queue_delay_ms=60_000)
     )
     async with asyncio.timeout(5):
         assert list(await asyncio.gather(batcher.submit(1), batcher.submit(2))) == [10, 20]
@@ -125,7 +125,11 @@ async def test_cancelled_callers_are_dropped_and_failures_reach_every_caller() -
 def test_bad_settings_are_refused() -> None:
     for bad in ({"max_batch_size": 0}, {"max_queue_size": 0}, {"max_queue_delay_ms": -1}):
         with pytest.raises(ConfigurationError):
-            Batching(**bad)
+            Batching(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="mode"):
+        Batching(mode="eager")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="latency_objective_ms"):
+        Batching(latency_objective_ms=0)
 
 
 # -- Model: load once, a dedicated thread, inference mode, batches split per caller -----------
@@ -161,7 +165,7 @@ def build_pair() -> torch.nn.Module:
 
 async def test_model_batches_64_callers_and_each_gets_its_own_rows() -> None:
     BUILDS.clear()
-    model = Model(build_affine, batching=Batching(max_batch_size=32, max_queue_delay_ms=5))
+    model = Model(build_affine, batching=Batching.fixed(max_batch_size=32, max_queue_delay_ms=5))
     async with model.lifespan():
         assert model.device == "cpu"  # "auto" without a GPU
         inputs = [torch.full((1 + i % 3, 4), float(i)) for i in range(64)]
@@ -210,7 +214,7 @@ async def test_a_model_loads_on_first_use_without_a_lifespan() -> None:
 
 @pytest.mark.slow
 async def test_worker_processes_each_load_the_model_and_share_the_batches() -> None:
-    model = Model(build_affine, device="cpu", workers=2, batching=Batching(max_batch_size=8))
+    model = Model(build_affine, device="cpu", workers=2, batching=Batching.fixed(max_batch_size=8))
     async with model.lifespan():
         inputs = [torch.full((2, 3), float(i)) for i in range(24)]
         outputs = await asyncio.gather(*(model(x) for x in inputs))

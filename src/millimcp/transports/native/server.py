@@ -1,0 +1,256 @@
+"""Listening, TLS, graceful shutdown and worker processes of the native front.
+
+:class:`NativeServer` binds a listener (TLS through the loop's ``ssl``: an OpenSSL server
+context, TLS 1.3 session tickets on, ALPN ``http/1.1``) and drives a
+:class:`~millimcp.transports.native.front.NativeFront`. :meth:`NativeServer.drain` is the
+graceful shutdown: stop accepting, answer health checks and new requests with 503, close idle
+connections, end handshake-era GET streams cleanly, let in-flight calls finish for up to
+``graceful_timeout_s``, then end what remains (streams with their last chunk) and close.
+
+:func:`run_native` is the blocking entry point (``run_http(http="native")``, ``millimcp serve
+--http native``): the app's lifespan around the listener, SIGTERM/SIGINT start the drain, exit
+status 0. With ``workers > 1`` the parent forks that many children, each with its own
+listener on the same port (``SO_REUSEPORT``: the kernel spreads connections), forwards
+SIGTERM/SIGINT to them and waits for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import ssl
+import sys
+from typing import Any
+
+from millimcp.errors import ConfigurationError, MissingExtra
+from millimcp.transports.http import StreamableHTTPApp
+from millimcp.transports.native.connection import HttpConnection
+from millimcp.transports.native.front import NativeFront
+from millimcp.transports.native.wire import CHUNK_END, CLOCK
+
+__all__ = ["NativeServer", "run_native", "serve_native", "tls_context"]
+
+
+def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
+    """A server context: TLS 1.2+, session tickets (OpenSSL's default), ALPN http/1.1."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile, keyfile)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+class NativeServer:
+    """One listener of the native front in the running event loop."""
+
+    def __init__(
+        self,
+        app: StreamableHTTPApp,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        reuse_port: bool = False,
+        backlog: int = 2048,
+    ) -> None:
+        if not isinstance(app, StreamableHTTPApp):
+            raise ConfigurationError(
+                "the native front serves a millimcp endpoint app (server.asgi()), "
+                f"not {type(app).__name__}"
+            )
+        try:
+            import httptools  # noqa: F401
+        except ImportError:
+            raise MissingExtra("serve", "the native HTTP front", "httptools") from None
+        self.app = app
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.reuse_port = reuse_port
+        self.backlog = backlog
+        self.front: NativeFront | None = None
+        self._server: asyncio.Server | None = None
+        self._ticker: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        front = NativeFront(self.app, loop)
+        self.front = front
+        self._server = await loop.create_server(
+            lambda: HttpConnection(front),
+            self.host,
+            self.port,
+            ssl=self.ssl_context,
+            reuse_port=self.reuse_port or None,
+            backlog=self.backlog,
+        )
+        sockets = self._server.sockets
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        self._tick()
+
+    def _tick(self) -> None:
+        CLOCK.tick()
+        front = self.front
+        assert front is not None
+        front.sweep()
+        self._ticker = front.loop.call_later(front.tick_s, self._tick)
+
+    @property
+    def connections(self) -> int:
+        return 0 if self.front is None else len(self.front.connections)
+
+    async def drain(self, grace: float | None = None) -> None:
+        """The graceful shutdown (see the module docstring); returns once all is closed."""
+        front = self.front
+        if front is None:
+            return
+        grace = self.app.config.graceful_timeout_s if grace is None else grace
+        front.begin_drain()
+        if self._server is not None:
+            self._server.close()
+        for conn in tuple(front.connections):
+            current = conn.current
+            if current is not None and current.method == "GET" and conn.exchange is not None:
+                _end(conn)  # a session's GET stream: the client reconnects elsewhere
+            else:
+                conn.shutdown()
+        if front.connections:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(front.emptied.wait(), grace)
+        for conn in tuple(front.connections):
+            _end(conn)
+        await asyncio.sleep(0)
+        for conn in tuple(front.connections):
+            conn.abort()
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+
+    async def close(self) -> None:
+        await self.drain(0.0)
+
+
+def _end(conn: HttpConnection) -> None:
+    """End a connection's response cleanly: the last chunk of a stream, then close."""
+    exchange = conn.exchange
+    if exchange is not None and exchange.streaming and not exchange.finished:
+        exchange.stop_keepalive()
+        exchange.finished = True
+        if exchange.chunked:
+            conn.write(CHUNK_END)
+    conn.close()
+
+
+async def serve_native(
+    app: StreamableHTTPApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    ssl_context: ssl.SSLContext | None = None,
+    reuse_port: bool = False,
+    announce: bool = True,
+) -> int:
+    """Serve until SIGTERM/SIGINT in the running loop, inside the app's lifespan; returns 0."""
+    lifespan = app._lifespan
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    server = NativeServer(app, host=host, port=port, ssl_context=ssl_context, reuse_port=reuse_port)
+    context = lifespan() if lifespan is not None else contextlib.nullcontext()
+    try:
+        async with context:
+            await _serve_until(server, stop, app, host, ssl_context, announce)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
+    return 0
+
+
+async def _serve_until(
+    server: NativeServer,
+    stop: asyncio.Event,
+    app: StreamableHTTPApp,
+    host: str,
+    ssl_context: ssl.SSLContext | None,
+    announce: bool,
+) -> None:
+    await server.start()
+    if announce:
+        scheme = "https" if ssl_context is not None else "http"
+        path = app.config.path or "/"
+        print(
+            f"millimcp: serving {scheme}://{host}:{server.port}{path} (native, pid "
+            f"{os.getpid()}); Ctrl-C or SIGTERM to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+    await stop.wait()
+    await server.drain()
+
+
+def run_native(
+    app: StreamableHTTPApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+) -> int:
+    """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share the port."""
+    context = None
+    if certfile is not None and keyfile is not None:
+        context = tls_context(certfile, keyfile)
+    if workers <= 1:
+        return _run_one(app, host, port, context, reuse_port=False)
+    children: list[int] = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's coverage is not collected
+            code = 1
+            try:
+                code = _run_one(app, host, port, context, reuse_port=True)
+            finally:
+                os._exit(code)
+        children.append(pid)
+
+    def forward(signum: int, frame: Any) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    status = 0
+    for child in children:
+        _, code = os.waitpid(child, 0)
+        if os.waitstatus_to_exitcode(code) != 0:
+            status = 1
+    return status
+
+
+def _run_one(
+    app: StreamableHTTPApp,
+    host: str,
+    port: int,
+    context: ssl.SSLContext | None,
+    *,
+    reuse_port: bool,
+) -> int:
+    factory: Any = None
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(
+            serve_native(app, host=host, port=port, ssl_context=context, reuse_port=reuse_port)
+        )

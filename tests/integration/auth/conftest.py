@@ -1,0 +1,72 @@
+"""A protected millimcp server on a real socket (uvicorn in the test's loop) and JWTs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import uvicorn
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
+
+from millimcp.testing.processes import free_port
+
+ISSUER = "https://auth.example.com"
+
+
+class Keys:
+    """An RSA signing key, its public JWKS, and tokens signed with it."""
+
+    def __init__(self, kid: str) -> None:
+        self.kid = kid
+        self.key = RSAKey.generate_key(2048, parameters={"kid": kid})
+
+    def jwks(self) -> dict[str, Any]:
+        return dict(KeySet([self.key]).as_dict(private=False))
+
+    def token(self, audience: str, scope: str = "", **claims: Any) -> str:
+        now = int(time.time())
+        body = {
+            "iss": ISSUER,
+            "aud": audience,
+            "sub": "alice",
+            "client_id": "agent",
+            "iat": now,
+            "exp": now + 600,
+            "scope": scope,
+            **claims,
+        }
+        return jwt.encode({"alg": "RS256", "kid": self.kid}, body, self.key)
+
+
+@pytest.fixture(scope="session")
+def keys() -> Keys:
+    return Keys("key-1")
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Any], Any]]:
+    """``url = await serve(app)``: the app served on 127.0.0.1 until the test ends."""
+    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+
+    async def start(app: Any, port: int | None = None) -> str:
+        port = port or free_port()
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+        server = uvicorn.Server(config)
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.02)
+        servers.append((server, task))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, task in servers:
+        server.should_exit = True
+        await task

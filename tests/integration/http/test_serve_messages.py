@@ -1,0 +1,81 @@
+"""What a user sees from ``millimcp serve``: one start line; each mistake one line, status 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from tests.conftest import PYTHON_ENV, ROOT, free_port, wait_for_port
+
+SERVE = [sys.executable, "-m", "millimcp", "serve"]
+
+
+def run_serve(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **PYTHON_ENV}
+    return subprocess.run(
+        [*SERVE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_start_line_then_a_clean_stop() -> None:
+    port = free_port()
+    env = {**os.environ, **PYTHON_ENV}
+    command = [*SERVE, "tests.servers.basic_server:server", "--port", str(port)]
+    command += ["--health-path", "/healthz", "--graceful-timeout", "5"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, process, 30)
+        assert process.stderr is not None
+        line = process.stderr.readline().strip()
+        assert line == (
+            f"millimcp: serving http://127.0.0.1:{port}/mcp (Ctrl-C or SIGTERM to stop)"
+        )
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ready:
+            assert ready.read() == b"ok\n"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["no_such_module_here:server"], "cannot import 'no_such_module_here'"),
+        (["tests.servers.basic_server:nothing"], "has no attribute 'nothing'"),
+        (["tests.servers.hardening_server:HTTP"], "is not a millimcp Server"),
+        (["tests.servers.basic_server:server", "--bogus"], "unrecognized arguments: --bogus"),
+        (["no_such_module_here", "--workers", "2"], "cannot import 'no_such_module_here'"),
+    ],
+    ids=["module", "attribute", "not-a-server", "flag", "workers"],
+)
+def test_a_mistake_is_one_line_and_status_2(args: list[str], says: str) -> None:
+    done = run_serve(*args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("millimcp")
+    assert says in lines[0]
+
+
+def test_a_port_in_use_is_one_line_and_status_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_serve("tests.servers.basic_server:server", "--port", str(port))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"millimcp: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )

@@ -1,0 +1,236 @@
+"""The adaptive batching policy against a fake cost model, in simulated time (deterministic).
+
+The simulator plays closed-loop callers: each sends its next request ``think`` seconds after
+its answer; the model runs one batch at a time and a batch of ``b`` rows costs ``cost(b)``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from millimcp.tensor.adaptive import AdaptivePolicy, CostModel, Wait
+
+
+def knee_at(rows: int, overhead: float = 0.010, per_row: float = 0.001) -> Callable[[int], float]:
+    """Fixed overhead plus a cost per row up to ``rows``; past it every row costs as much as
+    the whole batch at the knee per row (the device is saturated: per-row cost stops falling)."""
+
+    def cost(b: int) -> float:
+        if b <= rows:
+            return overhead + per_row * b
+        return (overhead + per_row * rows) / rows * b
+
+    return cost
+
+
+@dataclass
+class Run:
+    sizes: list[int] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    """Seconds the model sat idle waiting for more requests, per batch."""
+    latencies: list[float] = field(default_factory=list)
+    end: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return sum(self.sizes) / self.end
+
+
+def simulate(
+    policy: AdaptivePolicy,
+    cost: Callable[[int], float],
+    callers: int,
+    batches: int,
+    *,
+    think: Callable[[int], float] = lambda caller: 0.0005 + 0.0001 * caller,
+    start: float = 0.0,
+) -> Run:
+    """Run ``batches`` batches; returns what happened (sizes, idle waits, latencies)."""
+    run = Run()
+    now = start
+    coming = [(now + 0.0001 * i, i) for i in range(callers)]
+    heapq.heapify(coming)
+    queue: list[tuple[float, int]] = []
+
+    def admit(until: float) -> None:
+        while coming and coming[0][0] <= until:
+            at, caller = heapq.heappop(coming)
+            policy.arrived(at)
+            queue.append((at, caller))
+
+    for _ in range(batches):
+        if not queue:
+            now = max(now, coming[0][0])
+        admit(now)
+        decision = policy.wait(len(queue), now - queue[0][0], now)
+        limit = policy.limit
+        if decision.seconds > 0:
+            deadline = now + decision.seconds
+            while len(queue) < decision.rows and coming and coming[0][0] <= deadline:
+                admit(coming[0][0])
+            waited_until = deadline if len(queue) < decision.rows else queue[-1][0]
+            run.waits.append(waited_until - now)
+            now = waited_until
+            limit = min(policy.limit, decision.rows)
+        else:
+            run.waits.append(0.0)
+        batch, queue[:] = queue[:limit], queue[limit:]
+        took = cost(len(batch))
+        now += took
+        admit(now)
+        policy.ran(len(batch), took, len(queue))
+        policy.released(len(batch), now)
+        run.sizes.append(len(batch))
+        for at, caller in batch:
+            run.latencies.append(now - at)
+            heapq.heappush(coming, (now + think(caller), caller))
+    run.end = now - start
+    return run
+
+
+def test_a_lone_caller_never_waits_even_after_heavy_load() -> None:
+    policy = AdaptivePolicy(32)
+    cost = knee_at(8)
+    loaded = simulate(policy, cost, callers=32, batches=300)
+    assert policy.limit > 1
+    alone = simulate(policy, cost, callers=1, batches=50, start=loaded.end + 1)
+    assert alone.sizes == [1] * 50
+    assert alone.waits == [0.0] * 50
+
+
+def test_the_limit_stops_where_per_row_cost_stops_falling() -> None:
+    for knee, limit in ((4, 4), (8, 8), (12, 12), (16, 15)):  # 15: the ladder's step below 16
+        policy = AdaptivePolicy(32)
+        simulate(policy, knee_at(knee), callers=32, batches=400)
+        assert policy.limit == limit, (knee, policy)
+
+
+def test_the_limit_grows_to_max_batch_size_when_batching_always_pays() -> None:
+    policy = AdaptivePolicy(24)
+    run = simulate(policy, knee_at(1000, overhead=0.02, per_row=0.0001), callers=32, batches=300)
+    assert policy.limit == 24
+    assert max(run.sizes) == 24  # never past max_batch_size
+
+
+def test_no_growth_when_batching_does_not_pay() -> None:
+    policy = AdaptivePolicy(32)
+    run = simulate(policy, knee_at(1, overhead=0.0, per_row=0.005), callers=16, batches=200)
+    assert policy.limit <= 2  # tried one step, went back
+    assert Counter(run.sizes)[1] >= 190
+
+
+class Eager(AdaptivePolicy):
+    """Learns the limit, never waits: what a fixed batcher with no queue delay does."""
+
+    __slots__ = ()
+
+    def wait(self, queued: int, oldest_age: float, now: float) -> Wait:
+        return Wait(0.0, 0)
+
+
+def test_closed_loop_callers_are_waited_for_when_that_pays() -> None:
+    """Eight callers come back 0.5-1.2 ms after their answers: without waiting, the first one
+    back would run alone and the rest would queue behind it."""
+    policy = AdaptivePolicy(32)
+    cost = knee_at(32, overhead=0.010, per_row=0.0005)
+    warm = simulate(policy, cost, callers=8, batches=200)
+    later = simulate(policy, cost, callers=8, batches=100, start=warm.end + 1)
+    assert Counter(later.sizes).most_common(1)[0][0] == 8
+    assert max(later.waits) <= cost(8)
+    eager = simulate(Eager(32), cost, callers=8, batches=300)
+    assert later.throughput > 1.3 * eager.throughput
+
+
+def test_a_latency_objective_caps_the_batch() -> None:
+    cost = knee_at(1000, overhead=0.010, per_row=0.001)  # batching always pays
+    free = AdaptivePolicy(32)
+    simulate(free, cost, callers=32, batches=300)
+    bounded = AdaptivePolicy(32, objective=0.0305)
+    run = simulate(bounded, cost, callers=32, batches=300)
+    assert free.limit == 32
+    assert bounded.limit <= 20  # a batch of 21 alone would miss the objective
+    assert cost(max(run.sizes[-100:])) <= 0.0305
+    assert max(run.sizes) < 32
+
+
+def test_a_missed_objective_halves_the_limit() -> None:
+    policy = AdaptivePolicy(32, objective=0.050)
+    policy.limit = 16
+    policy.ran(16, 0.060)  # ran 60 ms: past the 50 ms objective
+    assert policy.limit == 8
+    policy.ran(8, 0.010)
+    assert policy.limit == 8
+
+
+def test_waiting_respects_the_objective_and_what_a_run_costs() -> None:
+    policy = AdaptivePolicy(32, objective=0.020)
+    policy.limit = 8
+    for rows in (1, 8):
+        policy.costs.observe(rows, 0.010)
+    policy.released(8, 1.0)
+    policy.arrived(1.001)
+    assert policy.wait(1, 0.0, 1.001) == Wait(pytest.approx(0.001), 8)  # type: ignore[arg-type]
+    assert policy.wait(1, 0.0095, 1.001).seconds == 0  # the oldest waited: no time left
+    policy.arrived(1.001)
+    assert policy.wait(2, 0.0, 1.5).seconds == 0  # they would be back by now: run
+
+
+def test_cost_model_estimates_between_and_beyond_what_it_measured() -> None:
+    costs = CostModel(alpha=0.5)
+    assert costs.cost(4) is None
+    assert costs.per_row(4) is None
+    costs.observe(2, 0.004)
+    costs.observe(8, 0.010)
+    assert costs.cost(5) == pytest.approx(0.007)
+    assert costs.cost(16) == pytest.approx(0.010)  # optimistic past the largest
+    assert costs.cost(1) == pytest.approx(0.002)  # flat per row below the smallest
+    assert costs.cautious(16) == pytest.approx(0.020)  # per row as at the largest
+    assert costs.cautious(5) == pytest.approx(0.007)
+    assert CostModel().cautious(3) == 0.0
+    costs.observe(2, 0.008)
+    assert costs.cost(2) == pytest.approx(0.006)  # weighted mean
+    assert costs.count(2) == 2
+    assert list(costs.measured()) == [2, 8]
+    assert "8: 10.00 ms" in repr(costs)
+
+
+async def test_a_lone_call_runs_in_its_own_task_and_arrivals_meanwhile_queue() -> None:
+    """Adaptive mode, model idle, nobody queued: the call runs at once in the caller's task
+    (no hop through a worker); calls arriving meanwhile wait for the model, then run."""
+    import asyncio
+
+    from millimcp.tensor import Batching, DynamicBatcher
+
+    seen: list[tuple[asyncio.Task[object] | None, int]] = []
+    running = 0
+    most = 0
+    gate = asyncio.Event()
+
+    async def run(items: list[int]) -> list[int]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        seen.append((asyncio.current_task(), len(items)))
+        await gate.wait()
+        running -= 1
+        return [item * 10 for item in items]
+
+    batcher: DynamicBatcher[int, int] = DynamicBatcher(run, Batching(max_batch_size=8))
+    first = asyncio.create_task(batcher.submit(1))
+    await asyncio.sleep(0.01)
+    assert seen == [(first, 1)]  # ran in the caller's own task
+    later = [asyncio.create_task(batcher.submit(i)) for i in (2, 3, 4)]
+    await asyncio.sleep(0.01)
+    assert len(seen) == 1  # the model is busy: they queue, nothing runs beside it
+    gate.set()
+    assert await asyncio.gather(first, *later) == [10, 20, 30, 40]
+    assert most == 1
+    assert seen[1][0] is not first
+    assert sum(size for _, size in seen) == 4
+    assert batcher.waits == 0
+    await batcher.close()

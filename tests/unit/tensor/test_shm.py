@@ -1,0 +1,218 @@
+"""Shared-memory segments: zero-copy tensors between processes, forged names and sizes
+refused, ownership and freeing, no leak when a process is killed; /dev/shm left clean."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from millimcp.errors import TensorFormatError
+from millimcp.tensor import pack, unpack
+from millimcp.tensor.shm import DIRECTORY, PREFIX, Segment, available, owner_of, sweep
+
+pytestmark = pytest.mark.skipif(not available(), reason="no /dev/shm on this host")
+
+
+def ours() -> set[str]:
+    return {name for name in os.listdir(DIRECTORY) if name.startswith(PREFIX)}
+
+
+@pytest.fixture(autouse=True)
+def clean_dev_shm() -> Iterator[None]:
+    before = ours()
+    yield
+    assert ours() - before == set(), "a test left a segment in /dev/shm"
+
+
+def test_a_tensor_written_by_one_process_is_read_in_place_by_another() -> None:
+    array = np.arange(1 << 20, dtype=np.float32)
+    packed = pack({"x": array})
+    with Segment.create(packed.nbytes) as segment:
+        packed.write_into(segment.view)
+        reader = textwrap.dedent(f"""
+            import numpy as np
+            from millimcp.tensor import unpack
+            from millimcp.tensor.shm import Segment
+            segment = Segment.attach({segment.name!r}, {packed.nbytes}, max_bytes=1 << 23)
+            x = unpack(segment.view, "numpy")["x"]
+            assert x.shape == (1 << 20,) and float(x[12345]) == 12345.0
+            x[0] = -1.0  # the same memory: the writer sees it
+            del x
+            segment.close()
+        """)
+        subprocess.run([sys.executable, "-c", reader], check=True, timeout=60)
+        seen = unpack(segment.view, "numpy")["x"]
+        assert seen[0] == -1.0
+        assert seen[1] == 1.0
+        del seen
+    assert segment.name not in ours()  # the owner freed it on close
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../../etc/passwd",
+        "/dev/shm/millimcp-1-" + "0" * 32,
+        "millimcp-1-" + "0" * 31,
+        "millimcp-1-" + "0" * 32 + "/x",
+        "millimcp-0-" + "0" * 32,
+        "millimcp-1-" + "G" * 32,
+        "other-1-" + "0" * 32,
+        "millimcp-1-" + "0" * 32 + "\x00",
+        "",
+        42,
+    ],
+)
+def test_forged_names_are_refused_before_anything_is_opened(name: object) -> None:
+    with pytest.raises(TensorFormatError, match="not a shared-memory segment name"):
+        Segment.attach(name, 16, max_bytes=1 << 20)  # type: ignore[arg-type]
+
+
+def test_forged_sizes_are_refused() -> None:
+    with Segment.create(4096) as segment:
+        for size in (4095, 4097, 1 << 30):
+            with pytest.raises(TensorFormatError, match="4096 bytes, the peer said"):
+                Segment.attach(segment.name, size, max_bytes=1 << 31)
+        for size, match in ((0, "positive"), (-1, "positive"), (True, "positive")):
+            with pytest.raises(TensorFormatError, match=match):
+                Segment.attach(segment.name, size, max_bytes=1 << 20)
+        with pytest.raises(TensorFormatError, match="more than 1024"):
+            Segment.attach(segment.name, 4096, max_bytes=1024)
+        with Segment.attach(segment.name, 4096, max_bytes=4096) as again:
+            assert again.size == 4096
+            assert not again.owned
+        assert segment.name in ours()  # a reader that does not own it leaves the name
+
+
+def test_missing_symlinked_and_shared_files_are_refused() -> None:
+    missing = f"{PREFIX}{os.getpid()}-{'a' * 32}"
+    with pytest.raises(TensorFormatError, match="cannot open"):
+        Segment.attach(missing, 16, max_bytes=1 << 20)
+    link = os.path.join(DIRECTORY, f"{PREFIX}{os.getpid()}-{'b' * 32}")
+    os.symlink("/etc/hostname", link)
+    try:
+        with pytest.raises(TensorFormatError, match="cannot open"):
+            Segment.attach(os.path.basename(link), 16, max_bytes=1 << 20)
+    finally:
+        os.unlink(link)
+    with Segment.create(64) as segment:
+        os.chmod(os.path.join(DIRECTORY, segment.name), 0o644)
+        with pytest.raises(TensorFormatError, match="open to other users"):
+            Segment.attach(segment.name, 64, max_bytes=1 << 20)
+
+
+def test_the_named_owner_claims_and_frees_a_segment_made_for_it() -> None:
+    me = os.getpid()
+    maker = textwrap.dedent(f"""
+        from millimcp.tensor.shm import Segment
+        segment = Segment.create(128, owner={me})
+        segment.view[:5] = b"hello"
+        print(segment.name, flush=True)
+        segment.close()  # not the owner: the name stays for the reader
+    """)
+    name = subprocess.run(
+        [sys.executable, "-c", maker], check=True, capture_output=True, text=True, timeout=60
+    ).stdout.strip()
+    assert owner_of(name) == me
+    assert name in ours()
+    with Segment.attach(name, 128, max_bytes=1024, claim=True) as segment:
+        assert name not in ours()  # freed once mapped; the memory stays readable
+        assert bytes(segment.view[:5]) == b"hello"
+    with pytest.raises(TensorFormatError, match="owned by process 1,"):
+        Segment.attach(f"{PREFIX}1-{'c' * 32}", 16, max_bytes=64, claim=True)
+
+
+def test_a_killed_process_leaks_nothing_after_a_sweep() -> None:
+    """The peer creates a segment, starts writing a tensor and is killed mid-exchange."""
+    holder = textwrap.dedent("""
+        import sys, time
+        from millimcp.tensor.shm import Segment
+        segment = Segment.create(1 << 22)
+        segment.view[: 1 << 20] = bytes(1 << 20)
+        print(segment.name, flush=True)
+        time.sleep(600)
+    """)
+    with subprocess.Popen(
+        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            name = process.stdout.readline().strip()
+            assert name in ours()
+            assert name not in sweep()  # its owner is alive: left alone
+            assert name in ours()
+        finally:
+            process.kill()
+            process.wait(timeout=30)
+    assert name in sweep()
+    assert name not in ours()
+
+
+def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
+    from millimcp.tensor.shm import FILLED, FREE, HEADER_BYTES, SegmentPool, fill
+
+    pool = SegmentPool(keep=1)
+    try:
+        array = np.arange(1000, dtype=np.float32)
+        packed = pack({"x": array})
+        first = pool.take(packed.nbytes)
+        assert first.view[0] == FILLED
+        assert fill(first, packed.parts) == packed.nbytes
+        pool.give(first)
+        assert first.view[0] == FREE
+        assert pool.take(packed.nbytes) is first  # refilled, no new pages
+        view = unpack(first.document(packed.nbytes), "numpy")["x"]
+        np.testing.assert_array_equal(view, array)
+        received = {first.name}
+        pool.reclaim(received)
+        assert received == {first.name}  # a tensor still views it: kept filled
+        other = pool.take(packed.nbytes)  # the pool is full: a one-off segment
+        assert other is not first
+        assert other.size >= HEADER_BYTES + packed.nbytes
+        pool.give(other)  # not pooled: closed and freed
+        assert other.name not in ours()
+        del view
+        pool.reclaim(received)
+        assert received == set()
+        assert first.view[0] == FREE
+        assert pool.find(first.name) is first
+        for bad in (0, True, first.size):
+            with pytest.raises(TensorFormatError, match="document"):
+                first.document(bad)
+        pool.retire(first)  # a peer may still read it: never handed out again
+        assert pool.find(first.name) is None
+        assert pool.take(packed.nbytes) is not first
+        assert first.name in ours()
+    finally:
+        pool.close()
+    assert first.name not in ours()
+
+
+def test_a_shared_memory_offer_is_read_defensively() -> None:
+    from millimcp.tensor import EXTENSION
+    from millimcp.tensor.extension import SharedPeer, shared_memory_peer
+    from millimcp.tensor.shm import create_probe, verify_probe
+
+    probe, token = create_probe()
+    try:
+        offer = {"probe": probe.name, "token": token}
+        assert shared_memory_peer(None) is None
+        assert shared_memory_peer({EXTENSION: "yes"}) is None
+        assert shared_memory_peer({EXTENSION: {}}) is None
+        assert (
+            shared_memory_peer({EXTENSION: {"sharedMemory": {**offer, "token": "0" * 32}}}) is None
+        )
+        assert verify_probe(42, token) is None
+        me = os.getpid()
+        assert shared_memory_peer({EXTENSION: {"sharedMemory": offer}}) == SharedPeer(me)
+        replies = {**offer, "replyTo": [probe.name, 7], "replyBytes": 1024}
+        peer = shared_memory_peer({EXTENSION: {"sharedMemory": replies}})
+        assert peer == SharedPeer(me, (probe.name,), 1024)
+    finally:
+        probe.close()
