@@ -15,8 +15,10 @@ Ways:
 - (d) millimcp's raw path: ``millimcp.Client`` end to end (``call_tool`` with the numpy array,
   ``result.tensors``), which speaks ``dev.millimcp/tensor`` with millimcp's server;
 - (e) the floor: a raw HTTP POST of the same bytes to a framework-free ASGI app (httpx);
-- (f) the same floor with aiohttp, the HTTP client inside millimcp.Client (so (d)/(f) is what
-  MCP and millimcp add over the same HTTP library).
+- (f) the same floor with aiohttp (the HTTP client inside millimcp.Client before its native
+  link);
+- (g) (d) over millimcp's aiohttp link (``http="aiohttp"``): (g)/(d) is what the native
+  HTTP/1.1 link saves.
 
 Every server is its own uvicorn process (httptools, uvloop, one worker). Cases alternate
 round by round; the report gives each case's median over all calls, the bytes on the wire
@@ -59,7 +61,7 @@ N = 1_000_000
 DATA = np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32)
 IMAGE = np.random.default_rng(1).random((1, 3, 224, 224), dtype=np.float32)
 VECTOR = np.random.default_rng(2).standard_normal(N).astype(np.float32)
-WAYS = ("a", "b", "c", "d", "e", "f")
+WAYS = ("a", "b", "c", "d", "e", "f", "g")
 LABELS = {
     "a": "(a) official SDK, JSON lists",
     "b": "(b) official SDK, base64",
@@ -67,6 +69,7 @@ LABELS = {
     "d": "(d) millimcp.Client, raw (dev.millimcp/tensor)",
     "e": "(e) raw HTTP POST, no MCP (httpx)",
     "f": "(f) raw HTTP POST, no MCP (aiohttp)",
+    "g": "(g) millimcp.Client, raw, over its aiohttp link",
 }
 SCENARIOS = ("out-1M", "in-1M", "image")
 
@@ -234,8 +237,8 @@ class Relay:
                 await task
 
 
-def client_calls(client: millimcp.Client) -> dict[tuple[str, str], Call]:
-    """(d): millimcp's own client, raw tensors both ways."""
+def client_calls(client: millimcp.Client, way: str = "d") -> dict[tuple[str, str], Call]:
+    """(d): millimcp's own client, raw tensors both ways ((g): over its aiohttp link)."""
 
     async def out() -> tuple[np.ndarray, int]:
         result = await client.call_tool("out", {"n": N})
@@ -251,7 +254,7 @@ def client_calls(client: millimcp.Client) -> dict[tuple[str, str], Call]:
         assert result.tensors is not None
         return result.tensors["result"], 0
 
-    return {("out-1M", "d"): out, ("in-1M", "d"): take, ("image", "d"): image}
+    return {("out-1M", way): out, ("in-1M", way): take, ("image", way): image}
 
 
 async def client_wire(url: str) -> dict[tuple[str, str], int]:
@@ -324,7 +327,7 @@ def check(scenario: str, array: np.ndarray) -> None:
         np.testing.assert_allclose(array.ravel(), DATA[:1000] + IMAGE[0, 0, 0, 0], rtol=1e-6)
 
 
-async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdef") -> dict[str, Any]:
+async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdefg") -> dict[str, Any]:
     samples: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
     wire: dict[tuple[str, str], int] = {}
     with (
@@ -341,10 +344,14 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdef") ->
             ours = await stack.enter_async_context(
                 millimcp.Client.over_http(f"{millimcp_url}/mcp", timeout=120)
             )
+            ours_aiohttp = await stack.enter_async_context(
+                millimcp.Client.over_http(f"{millimcp_url}/mcp", timeout=120, http="aiohttp")
+            )
             table: dict[tuple[str, str], Call] = {
                 **official_calls(official, official_wire),
                 **fallback_calls(fallback, fallback_wire),
                 **client_calls(ours),
+                **client_calls(ours_aiohttp, "g"),
                 **floor_calls(http, raw_url),
                 **aiohttp_floor_calls(session, raw_url),
             }
@@ -354,6 +361,9 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdef") ->
                 check(key[0], array)
                 wire[key] = sent
             wire.update(await client_wire(millimcp_url))
+            for scenario in SCENARIOS:
+                if (scenario, "g") in wire:
+                    wire[scenario, "g"] = wire[scenario, "d"]  # the same bytes on the wire
             for _ in range(rounds):
                 for key, call in table.items():
                     times = []
@@ -376,7 +386,7 @@ async def run(rounds: int, calls: int, slow_calls: int, ways: str = "abcdef") ->
                 "calls": len(every),
             }
         ratios = {}
-        for way in (w for w in "abcef" if w in ways):
+        for way in (w for w in "abcefg" if w in ways):
             paired = [
                 statistics.median(samples[(scenario, way)][r])
                 / statistics.median(samples[(scenario, "d")][r])
@@ -404,7 +414,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10, help="calls per case per round")
     parser.add_argument("--slow-calls", type=int, default=2, help="for (a), JSON lists")
-    parser.add_argument("--ways", default="abcdef", help="which ways to run, e.g. bdef")
+    parser.add_argument("--ways", default="abcdefg", help="which ways to run, e.g. bdef")
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args()
     if "d" not in args.ways:

@@ -125,3 +125,15 @@ def redis_url(missing_tool: MissingTool) -> Iterator[str]:
     process = start_redis(port, binary)
     yield f"redis://127.0.0.1:{port}/0"
     stop_redis(process)
+
+
+@pytest.fixture(params=["native", "aiohttp"])
+def http_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per HTTP link of ``Client.over_http`` (``http=None`` picks it):
+    modules that test the client over HTTP use it with
+    ``pytestmark = pytest.mark.usefixtures("http_kind")``."""
+    from millimcp.client import http_choice
+
+    kind: str = request.param
+    monkeypatch.setattr(http_choice, "DEFAULT", kind)
+    return kind

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Unpack, overload
 
 from millimcp.client.core import Core
 from millimcp.client.handlers import ElicitationHandler, Handlers, RootsSource, SamplingHandler
+from millimcp.client.http_choice import HttpKind, http_link
 from millimcp.client.inbound import OnProgress
 from millimcp.client.link import Link
 from millimcp.client.options import ClientOptions
@@ -29,7 +30,7 @@ from millimcp.client.subscription import Subscription
 from millimcp.client.tasks import Task, needs_tasks, wait_for_task
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import HeaderMismatch, MissingClientCapability, MissingExtra
+from millimcp.errors import ConfigurationError, HeaderMismatch, MissingClientCapability
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -130,17 +131,23 @@ class Client:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         max_attachment_bytes: int | None = None,
+        http: HttpKind | None = None,
         auth: AuthConfig | None = None,
         shared_memory: bool | Literal["auto"] = False,
     ) -> Client:
-        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet). Needs
-        aiohttp (the ``client`` extra; else :class:`~millimcp.errors.MissingExtra`).
+        """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
+
+        ``http`` picks the HTTP link (:mod:`millimcp.client.http_choice`): ``"native"`` (the
+        default; HTTP/1.1 on asyncio and httptools) or ``"aiohttp"``. Either needs the
+        ``client`` extra (else :class:`~millimcp.errors.MissingExtra`).
 
         ``auth`` (``docs/auth.md``): :class:`~millimcp.auth.OAuth`,
-        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`.
+        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`. The
+        authorization flow is driven by the aiohttp link for now: with ``auth``, ``http``
+        defaults to ``"aiohttp"`` (``http="native"`` with ``auth`` is refused).
 
-        ``headers`` are sent with every request (``Authorization``...); ``ssl`` is passed to
-        aiohttp (an ``ssl.SSLContext``, or False to skip verification).
+        ``headers`` are sent with every request (``Authorization``...); ``ssl`` is an
+        ``ssl.SSLContext``, or False to skip verification.
 
         Tensors (``docs/tensors.md``): with numpy installed, ``call_tool`` takes numpy arrays
         and torch tensors as argument values and fills :attr:`ToolResult.tensors`.
@@ -156,21 +163,21 @@ class Client:
             DEFAULT_MAX_MESSAGE_BYTES,
         )
 
-        try:
-            from millimcp.client.http_link import HttpLink
-        except ModuleNotFoundError as exc:
-            if exc.name is None or exc.name.partition(".")[0] != "aiohttp":
-                raise
-            raise MissingExtra("client", "Client.over_http", "aiohttp") from None
-
         limits = limits or Limits()
         timeout = Timeout.coerce(timeout)
-        authorizer = None
+        extra: dict[str, Any] = {}
         if auth is not None:
+            if http == "native":
+                raise ConfigurationError(
+                    "auth= is driven by the aiohttp link for now: use http='aiohttp' (the default "
+                    "with auth=)"
+                )
             from millimcp.client.authorizer import Authorizer
 
-            authorizer = Authorizer(auth, url, ssl=ssl)
-        link = HttpLink(
+            http = "aiohttp"
+            extra["auth"] = Authorizer(auth, url, ssl=ssl)
+        link = http_link(
+            http,
             url,
             limits=limits,
             timeout=timeout,
@@ -179,7 +186,7 @@ class Client:
             ssl=ssl,
             tensors=tensors and tensors_available(),
             max_attachment_bytes=max_attachment_bytes or DEFAULT_MAX_ATTACHMENT_BYTES,
-            auth=authorizer,
+            **extra,
         )
         return cls(
             link,

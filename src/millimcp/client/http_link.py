@@ -34,10 +34,14 @@ import aiohttp
 
 from millimcp.client.http_body import post_data, read_body, read_framed
 from millimcp.client.http_reply import (
-    ACCEPT,
-    ACCEPT_ATTACHMENTS,
     DEFAULT_MAX_ATTACHMENT_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
+    DELETE_TIMEOUT_S,
+    DRAIN_S,
+    GET_RETRIES,
+    RESUME_DELAY_S,
+    RESUMES,
+    base_headers,
     decode_or_none,
     find_response,
     reply_of,
@@ -45,7 +49,6 @@ from millimcp.client.http_reply import (
 )
 from millimcp.client.link import Attachment, OnMessage, Reply
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SseParser
-from millimcp.codec.compress import available
 from millimcp.errors import ConnectionLost, FrameTooLarge, NotSent, RequestRejected
 from millimcp.protocol import Message
 from millimcp.resilience.policy import Limits, Timeout
@@ -58,15 +61,6 @@ __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "HttpLink", "retry_after_seconds"]
 log: Final = logging.getLogger("millimcp.client")
 
 _DNS_TTL_S: Final = 300
-_GET_RETRIES: Final = 5
-"""Reconnects of the GET stream in a row that may fail before it is given up."""
-_DELETE_TIMEOUT_S: Final = 2.0
-_RESUMES: Final = 3
-"""Times a response stream that ended before its response is resumed (GET + Last-Event-ID)."""
-_RESUME_DELAY_S: Final = 1.0
-"""The wait before resuming when the server set no SSE ``retry``."""
-_DRAIN_S: Final = 1.0
-"""How long the rest of a response stream may take to end before its connection is closed."""
 
 
 class HttpLink:
@@ -102,17 +96,9 @@ class HttpLink:
         attempt that failed counts too)."""
         self._exchanges = 0  # requests of the calls' pool that got an answer's headers
         self._ssl = ssl
-        coding = "zstd, gzip" if available("zstd") else "gzip"
-        self._base_headers: dict[str, str] = {
-            "Content-Type": "application/json",
-            "Accept": ACCEPT_ATTACHMENTS if tensors else ACCEPT,
-            "Accept-Encoding": coding,
-            **(headers or {}),
-        }
-        if not any(name.lower() == "user-agent" for name in self._base_headers):
-            # Set, not skipped: with skip_auto_headers aiohttp takes a slow path per request
-            # (~9k instructions of ~470k per tools/call, benchmarks/client_overhead.py).
-            self._base_headers["User-Agent"] = "millimcp"
+        # User-Agent is set, not skipped: with skip_auto_headers aiohttp takes a slow path per
+        # request (~9k instructions of ~470k per tools/call, benchmarks/client_overhead.py).
+        self._base_headers = base_headers(tensors, headers)
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
         self._drains: set[asyncio.Task[None]] = set()
@@ -405,7 +391,7 @@ class HttpLink:
             except (aiohttp.ClientError, FrameTooLarge) as exc:
                 failures += 1
                 log.debug("GET stream broke (%r); reconnecting", exc)
-                if failures > _GET_RETRIES:
+                if failures > GET_RETRIES:
                     return
             finally:
                 self.stream_ready.clear()
@@ -433,14 +419,14 @@ class HttpLink:
         """A response stream ended before its response: resume it (SEP-1699).
 
         Only a stream whose events carry ids can be resumed. After the ``retry`` the server
-        set (else :data:`_RESUME_DELAY_S`), a GET with ``Last-Event-ID`` asks the server to
-        send what followed that event, the response among it; up to :data:`_RESUMES` times.
+        set (else :data:`RESUME_DELAY_S`), a GET with ``Last-Event-ID`` asks the server to
+        send what followed that event, the response among it; up to :data:`RESUMES` times.
         """
         last_id, retry_ms = ended.last_id, ended.retry_ms
-        for _ in range(_RESUMES):
+        for _ in range(RESUMES):
             if last_id is None or self._session is None:
                 break
-            await asyncio.sleep(_RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
+            await asyncio.sleep(RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
             headers = {"Accept": "text/event-stream", "Last-Event-ID": last_id}
             if version is not None:
                 headers["MCP-Protocol-Version"] = version
@@ -480,7 +466,7 @@ class HttpLink:
     @staticmethod
     async def _drain_later(response: aiohttp.ClientResponse) -> None:
         try:
-            async with asyncio.timeout(_DRAIN_S):
+            async with asyncio.timeout(DRAIN_S):
                 async for _ in response.content.iter_any():
                     pass
         except (TimeoutError, aiohttp.ClientError, asyncio.CancelledError):
@@ -496,7 +482,7 @@ class HttpLink:
             headers["MCP-Protocol-Version"] = self._version
         self._session_id = None
         try:
-            async with asyncio.timeout(_DELETE_TIMEOUT_S):
+            async with asyncio.timeout(DELETE_TIMEOUT_S):
                 sending = await self._auth_headers(headers)
                 async with session.delete(self.url, headers=sending) as response:
                     self._exchanges += 1

@@ -16,7 +16,7 @@ import contextlib
 import email.utils
 import logging
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -24,6 +24,7 @@ import msgspec
 from millimcp.client.link import OnMessage, Reply
 from millimcp.codec import SseParser
 from millimcp.codec.attachment import ATTACHMENT_MEDIA_TYPE, AttachmentFramingError, split
+from millimcp.codec.compress import available
 from millimcp.errors import ProtocolError, RequestRejected, TensorFormatError
 from millimcp.protocol import Message, decode_message
 
@@ -32,6 +33,12 @@ __all__ = [
     "ACCEPT_ATTACHMENTS",
     "DEFAULT_MAX_ATTACHMENT_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "DELETE_TIMEOUT_S",
+    "DRAIN_S",
+    "GET_RETRIES",
+    "RESUMES",
+    "RESUME_DELAY_S",
+    "base_headers",
     "decode_or_none",
     "find_response",
     "reply_of",
@@ -49,6 +56,32 @@ ACCEPT: Final = "application/json, text/event-stream"
 """The ``Accept`` header of every POST."""
 ACCEPT_ATTACHMENTS: Final = f"{ACCEPT}, {ATTACHMENT_MEDIA_TYPE}"
 """The ``Accept`` header of a client that declared ``dev.millimcp/tensor``."""
+GET_RETRIES: Final = 5
+"""Reconnects of the GET stream in a row that may fail before it is given up."""
+DELETE_TIMEOUT_S: Final = 2.0
+"""How long the ``DELETE`` that ends a session may take on close."""
+RESUMES: Final = 3
+"""Times a response stream that ended before its response is resumed (GET + Last-Event-ID)."""
+RESUME_DELAY_S: Final = 1.0
+"""The wait before resuming when the server set no SSE ``retry``."""
+DRAIN_S: Final = 1.0
+"""How long the rest of a response stream may take to end before its connection is closed."""
+
+
+def base_headers(tensors: bool, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of every POST of an HTTP link: JSON in, JSON or SSE (or the tensor
+    framing) out, ``zstd`` (when ``zstandard`` is installed) or ``gzip``, a ``User-Agent``;
+    ``extra`` (the user's) added over them."""
+    coding = "zstd, gzip" if available("zstd") else "gzip"
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": ACCEPT_ATTACHMENTS if tensors else ACCEPT,
+        "Accept-Encoding": coding,
+        **(extra or {}),
+    }
+    if not any(name.lower() == "user-agent" for name in headers):
+        headers["User-Agent"] = "millimcp"
+    return headers
 
 
 def retry_after_seconds(value: str | None) -> float | None:

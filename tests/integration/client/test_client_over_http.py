@@ -10,6 +10,7 @@ import asyncio
 from typing import Any, Literal
 
 import httpx
+import pytest
 
 from millimcp import Client
 from millimcp.client import Notification, Subscription
@@ -18,6 +19,8 @@ from millimcp.protocol.types import (
     ElicitParams,
 )
 from tests.unit.client.test_calls import every_method
+
+pytestmark = pytest.mark.usefixtures("http_kind")
 
 Era = Literal["modern", "handshake"]
 

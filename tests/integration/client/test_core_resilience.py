@@ -14,6 +14,8 @@ from millimcp.errors import CallTimeout, ConnectionLost, NotSent, QueueFull
 from tests.conftest import free_port, start_server, stop_server
 from tests.integration.client.conftest import Era
 
+pytestmark = pytest.mark.usefixtures("http_kind")
+
 SERVER = "tests.servers.client_core_server:server"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from millimcp import Client, Limits, Retry
+from millimcp.client import http_choice
 from millimcp.errors import (
     CallTimeout,
     ConnectionLost,
@@ -30,6 +31,8 @@ from millimcp.errors import (
 )
 from millimcp.protocol.types import TextContent
 from tests.conftest import free_port, start_server, stop_server
+
+pytestmark = pytest.mark.usefixtures("http_kind")
 
 SERVER = "tests/integration/client/faults_server.py"
 
@@ -91,9 +94,19 @@ def make_server(tmp_path: Path) -> Iterator[FaultServer]:
         server.stop()
 
 
+@pytest.fixture(scope="module", params=["native", "aiohttp"])
+def http_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The HTTP link, per module here: the shared server's tools keep state (``busy_once``)
+    and its log counts arrivals, so each link gets a server of its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(http_choice, "DEFAULT", request.param)
+        yield request.param
+
+
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultServer]:
-    """One server for the tests that do not kill it (each uses its own tools)."""
+def shared(tmp_path_factory: pytest.TempPathFactory, http_kind: str) -> Iterator[FaultServer]:
+    """One server (per HTTP link) for the tests that do not kill it (each uses its own
+    tools)."""
     yield from make_server(tmp_path_factory.mktemp("faults"))
 
 

@@ -16,6 +16,8 @@ from tests.conftest import free_port
 from tests.integration.client.conftest import Era
 from tests.integration.interop.peers import tapped_requests, tcp_tap
 
+pytestmark = pytest.mark.usefixtures("http_kind")
+
 
 def test_sse_events_split_anywhere() -> None:
     stream = (

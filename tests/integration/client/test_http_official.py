@@ -14,7 +14,7 @@ from millimcp import Client
 from millimcp.protocol.types import ElicitParams, TextContent, TextResourceContents
 from tests.conftest import free_port, start_server, stop_server
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("http_kind")]
 
 
 @pytest.fixture(scope="module")

@@ -78,6 +78,7 @@ def is_raw(result: Any) -> bool:
 # -- against the millimcp server ---------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("http_kind")
 @pytest.mark.parametrize("raw", [True, False], ids=["raw", "fallback"])
 async def test_every_dtype_and_shape_round_trips(tensor_url: str, raw: bool) -> None:
     async with Client.over_http(tensor_url, tensors=raw, max_message_bytes=BIG) as client:
@@ -158,6 +159,7 @@ async def test_dicts_several_results_and_plain_values(tensor_url: str) -> None:
         assert result.tensors is None
 
 
+@pytest.mark.usefixtures("http_kind")
 async def test_a_million_floats_each_way(tensor_url: str) -> None:
     n = 1_000_000
     expected = np.arange(n, dtype=np.float32) / np.float32(n)

@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from starlette.applications import Starlette
@@ -87,13 +87,46 @@ async def test_a_mounted_app_is_reached_at_its_full_path() -> None:
             assert (await client.call_tool("where")).text == "inside"
 
 
-def test_over_http_without_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp: ModuleNotFoundError
-    monkeypatch.delitem(sys.modules, "millimcp.client.http_link", raising=False)
-    monkeypatch.delitem(sys.modules, "millimcp.client.http_body", raising=False)
+@pytest.mark.parametrize(
+    ("http", "package", "modules"),
+    [
+        ("aiohttp", "aiohttp", ["millimcp.client.http_link", "millimcp.client.http_body"]),
+        (
+            "native",
+            "httptools",
+            [
+                "millimcp.client.native",
+                "millimcp.client.native.link",
+                "millimcp.client.native.connection",
+            ],
+        ),
+    ],
+)
+def test_over_http_without_its_package_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+    http: Literal["native", "aiohttp"],
+    package: str,
+    modules: list[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, package, None)  # import it: ModuleNotFoundError
+    for module in modules:
+        monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(MissingExtra) as missing:
-        Client.over_http("http://127.0.0.1:1/mcp")
+        Client.over_http("http://127.0.0.1:1/mcp", http=http)
     assert str(missing.value) == (
-        "Client.over_http needs the 'client' extra (aiohttp is not installed): "
+        f"Client.over_http needs the 'client' extra ({package} is not installed): "
         "pip install 'millimcp[client]'"
     )
+
+
+def test_over_http_picks_its_link() -> None:
+    from millimcp.client.http_link import HttpLink
+    from millimcp.client.native import NativeLink
+
+    assert isinstance(Client.over_http("http://127.0.0.1:1/mcp")._core.link, NativeLink)
+    chosen = Client.over_http("http://127.0.0.1:1/mcp", http="aiohttp")
+    assert isinstance(chosen._core.link, HttpLink)
+    with pytest.raises(ValueError, match="http must be"):
+        Client.over_http("http://127.0.0.1:1/mcp", http="curl")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not an http"):
+        Client.over_http("ftp://127.0.0.1:1/mcp")

@@ -1,0 +1,500 @@
+"""The native Streamable HTTP link: JSON-RPC message bytes over pooled HTTP/1.1 connections
+on :class:`asyncio.Protocol` and httptools (no aiohttp on the path).
+
+It behaves as :class:`~millimcp.client.http_link.HttpLink` does, rule for rule, and shares
+its rules (:mod:`millimcp.client.http_reply`): the same headers, the same caps
+(``max_message_bytes`` per message and per decoded body, ``max_attachment_bytes`` per framed
+reply), ``zstd``/``gzip`` bodies decoded under the cap, SSE replies read event by event with
+the messages before the response going to ``on_message``, a stream that ends early resumed
+with ``Last-Event-ID``, the handshake era's session id captured and its GET stream
+reconnected, ``DELETE`` on close, and the same errors: a refused or timed-out connect is
+:class:`~millimcp.errors.NotSent`, a connection that breaks after the request went out
+:class:`~millimcp.errors.ConnectionLost`, an HTTP refusal that is not JSON-RPC
+:class:`~millimcp.errors.RequestRejected`. Cancelling a request closes its connection.
+
+Two pools, as in the aiohttp link: the calls' pool (``Limits.connections`` connections,
+``Limits.keepalive`` kept idle for ``Limits.keepalive_expiry_s``; its counters are the
+client's :attr:`~millimcp.client.results.ClientStats.connections_opened` and
+``connections_reused``), and an uncapped side pool for long-lived streams (GET,
+``subscriptions/listen``) and for answers to the server's requests.
+
+No HTTP proxy is used (neither link reads ``HTTP_PROXY``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl as ssl_module
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from millimcp.client.http_reply import (
+    DEFAULT_MAX_ATTACHMENT_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DELETE_TIMEOUT_S,
+    DRAIN_S,
+    GET_RETRIES,
+    RESUME_DELAY_S,
+    RESUMES,
+    base_headers,
+    decode_or_none,
+    find_response,
+    reply_of,
+    split_framed,
+)
+from millimcp.client.link import Attachment, OnMessage, Reply
+from millimcp.client.native.connection import Connection
+from millimcp.client.native.pool import Pool
+from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SseParser
+from millimcp.codec.attachment import frame
+from millimcp.codec.compress import decompress
+from millimcp.errors import (
+    ConnectionLost,
+    FrameTooLarge,
+    NotSent,
+    RequestRejected,
+    TensorFormatError,
+)
+from millimcp.protocol import Message
+from millimcp.resilience.policy import Limits, Timeout
+
+__all__ = ["NativeLink"]
+
+log: Final = logging.getLogger("millimcp.client")
+
+_EVENT_STREAM: Final = "text/event-stream"
+
+
+def _context(ssl: Any) -> ssl_module.SSLContext:
+    """The TLS context of ``ssl=`` as aiohttp reads it: a context as is, False for no
+    verification, anything else the default verifying context."""
+    if isinstance(ssl, ssl_module.SSLContext):
+        return ssl
+    context = ssl_module.create_default_context()
+    if ssl is False:
+        context.check_hostname = False
+        context.verify_mode = ssl_module.CERT_NONE
+    return context
+
+
+def _check(headers: Mapping[str, str]) -> None:
+    """Refuse a header that would split the request (a line break in a name or value)."""
+    flat = "".join(headers) + "".join(headers.values())
+    if "\r" in flat or "\n" in flat:
+        raise ValueError("a header name or value holds a line break")
+
+
+class NativeLink:
+    """A :class:`~millimcp.client.link.Link` to one Streamable HTTP endpoint."""
+
+    kind: Literal["http", "stdio"] = "http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: Limits | None = None,
+        timeout: Timeout | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        ssl: Any = None,
+        tensors: bool = False,
+        max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.limits = limits or Limits()
+        self.timeout = timeout or Timeout()
+        self.max_message_bytes = max_message_bytes
+        self.tensors = tensors
+        self.max_attachment_bytes = max_attachment_bytes
+        secure = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if secure else 80)
+        self._tls = _context(ssl) if secure else None
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        if parts.port is not None:
+            host += f":{parts.port}"
+        self._base = base_headers(tensors, headers)
+        _check(self._base)
+        self._base_names = frozenset(name.lower() for name in self._base)
+        self._disjoint: dict[tuple[str, ...], bool] = {}
+        """Per set of request header names: none of them overrides a link header."""
+        self._target = target
+        self._host_header = host
+        self._post_prefix = self._prefix("POST", self._base)
+        self._pool: Pool | None = None
+        self._side: Pool | None = None
+        self._drains: set[asyncio.Task[None]] = set()
+        self.stream_ready = asyncio.Event()
+        """Set while the handshake era's GET stream is connected."""
+        self._session_id: str | None = None
+        self._version: str | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._pool is not None else "new"
+        return (
+            f"<NativeLink {self.url} {state} opened={self.connections_opened} "
+            f"reused={self.connections_reused} session={self._session_id is not None}>"
+        )
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections the calls' pool opened (a connect attempt that failed counts too)."""
+        return 0 if self._pool is None else self._pool.opened
+
+    @property
+    def connections_reused(self) -> int:
+        """Requests of the calls' pool that went out on a connection an earlier one opened."""
+        return 0 if self._pool is None else self._pool.reused
+
+    @property
+    def tls_resumed(self) -> int:
+        """TLS handshakes of the calls' pool that resumed an earlier session."""
+        return 0 if self._pool is None else self._pool.resumed
+
+    # -- Link -------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        limits = self.limits
+        self._pool = self._new_pool(limits.connections, limits.keepalive)
+        self._closed = False
+
+    def _new_pool(self, limit: int | None, keepalive: int) -> Pool:
+        return Pool(
+            self._host,
+            self._port,
+            ssl=self._tls,
+            limit=limit,
+            keepalive=keepalive,
+            expiry_s=self.limits.keepalive_expiry_s,
+            connect_timeout_s=self.timeout.connect,
+        )
+
+    def _side_pool(self) -> Pool:
+        """The pool of what is not a call (streams, answers to the server's requests): apart
+        from the calls' pool, so that a call waiting for its answer to be POSTed never waits
+        for its own connection; not counted."""
+        if self._side is None:
+            self._side = self._new_pool(None, 8)
+        return self._side
+
+    async def close(self) -> None:
+        pool = self._pool
+        if pool is None or self._closed:
+            return
+        self._closed = True
+        drains = tuple(self._drains)
+        for task in drains:
+            task.cancel()
+        if drains:
+            await asyncio.gather(*drains, return_exceptions=True)
+        try:
+            if self._session_id is not None:
+                await self._delete_session(pool)
+        finally:
+            self._pool = None
+            side, self._side = self._side, None
+            pool.close()
+            if side is not None:
+                side.close()
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    def reset_session(self) -> None:
+        self._session_id = None
+
+    async def request(
+        self,
+        request_id: int | str,
+        body: bytes,
+        *,
+        headers: Mapping[str, str],
+        on_message: OnMessage,
+        attachment: Attachment | None = None,
+    ) -> Reply:
+        pool = self._pool
+        if pool is None:
+            raise NotSent("the client is closed")
+        if self._session_id is not None:
+            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        if headers.get("Mcp-Method") == "subscriptions/listen":
+            pool = self._side_pool()
+        if attachment is not None:
+            headers = {**headers, "Content-Type": ATTACHMENT_MEDIA_TYPE}
+            parts: list[Any] = frame(body, list(attachment))
+        else:
+            parts = [body]
+        conn = await self._exchange(pool, "POST", headers, parts)
+        status = conn.status
+        response_headers = conn.headers
+        try:
+            if self._session_id is None:
+                session_id = response_headers.get("mcp-session-id")
+                if session_id is not None:
+                    self._session_id = session_id
+            content_type = response_headers.get("content-type", "")
+            if content_type.startswith(_EVENT_STREAM):
+                version = headers.get("MCP-Protocol-Version")
+                return await self._read_stream(pool, conn, request_id, on_message, version)
+            if self.tensors and content_type.startswith(ATTACHMENT_MEDIA_TYPE):
+                coding = response_headers.get("content-encoding")
+                if coding is not None and coding.strip().lower() != "identity":
+                    raise TensorFormatError(
+                        f"a reply with an attachment came with Content-Encoding {coding}"
+                    )
+                buffer = await conn.framed()
+                framed = True
+            else:
+                data = await conn.body()
+                framed = False
+        except BaseException:
+            conn.close()  # cancelled or failed: the server sees the disconnect
+            pool.release(conn)
+            raise
+        pool.release(conn)
+        if framed:
+            message, received = split_framed(buffer, self.max_message_bytes)
+            return reply_of(status, message, None, "")._replace(attachment=received)
+        coding = response_headers.get("content-encoding")
+        if coding is not None:
+            data = decompress(data, coding, self.max_message_bytes)
+        if status < 300:
+            return reply_of(status, data, None, "")
+        return reply_of(status, data, response_headers.get("retry-after"), conn.reason)
+
+    async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
+        if self._pool is None:
+            raise NotSent("the client is closed")
+        pool = self._side_pool()
+        version = headers.get("MCP-Protocol-Version")
+        if version is not None:
+            self._version = version
+        if self._session_id is not None:
+            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        conn = await self._exchange(pool, "POST", headers, [body])
+        try:
+            data = await conn.body()
+        except BaseException:
+            conn.close()
+            pool.release(conn)
+            raise
+        pool.release(conn)
+        if conn.status >= 300:
+            text = data[:500].decode("utf-8", "replace")
+            raise RequestRejected(conn.status, text or conn.reason)
+
+    async def unsolicited(self) -> AsyncIterator[Message]:
+        """The handshake era's GET stream, reconnected with ``Last-Event-ID`` when it drops.
+
+        Ends at once without a session (the modern era has no GET stream), when the server
+        refuses the stream (405, 404: the session ended), after several failed reconnects in
+        a row, or when the link closes.
+        """
+        last_id: str | None = None
+        retry_s = 1.0
+        failures = 0
+        while not self._closed and self._pool is not None and self._session_id is not None:
+            pool = self._side_pool()
+            headers = {"Accept": _EVENT_STREAM, "Mcp-Session-Id": self._session_id}
+            if self._version is not None:
+                headers["MCP-Protocol-Version"] = self._version
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            conn: Connection | None = None
+            try:
+                conn = await self._exchange(pool, "GET", headers, [])
+                if conn.status != 200 or not conn.headers.get("content-type", "").startswith(
+                    _EVENT_STREAM
+                ):
+                    log.debug("GET stream refused: HTTP %d", conn.status)
+                    return
+                failures = 0
+                self.stream_ready.set()
+                parser = SseParser(self.max_message_bytes)
+                async for chunk in conn.chunks():
+                    for data in parser.feed(chunk):
+                        message = decode_or_none(data)
+                        if message is not None:
+                            yield message
+                    last_id = parser.last_id or last_id
+                    if parser.retry_ms is not None:
+                        retry_s = parser.retry_ms / 1000
+            except (NotSent, ConnectionLost, FrameTooLarge) as exc:
+                failures += 1
+                log.debug("GET stream broke (%r); reconnecting", exc)
+                if failures > GET_RETRIES:
+                    return
+            finally:
+                self.stream_ready.clear()
+                if conn is not None:
+                    conn.close()
+                    pool.release(conn)
+            await asyncio.sleep(retry_s)
+
+    # -- one exchange -----------------------------------------------------------------------
+
+    def _prefix(self, method: str, headers: Mapping[str, str]) -> bytes:
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return (
+            f"{method} {self._target} HTTP/1.1\r\nHost: {self._host_header}\r\n{lines}"
+        ).encode()
+
+    def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
+        """The request's head: the link's headers, ``headers`` over them, the length."""
+        names = tuple(headers)
+        disjoint = self._disjoint.get(names)
+        if disjoint is None:
+            disjoint = self._base_names.isdisjoint(name.lower() for name in names)
+            if len(self._disjoint) < 64:
+                self._disjoint[names] = disjoint
+        if disjoint:
+            prefix = self._post_prefix if method == "POST" else self._prefix(method, self._base)
+        else:
+            lowered = {name.lower() for name in headers}
+            kept = {k: v for k, v in self._base.items() if k.lower() not in lowered}
+            prefix = self._prefix(method, kept)
+        _check(headers)
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        end = "\r\n" if method == "GET" else f"Content-Length: {length}\r\n\r\n"
+        return prefix + (lines + end).encode()
+
+    async def _exchange(
+        self, pool: Pool, method: str, headers: Mapping[str, str], body: Sequence[Any]
+    ) -> Connection:
+        """Send one request on a connection of ``pool`` and wait for its response's head."""
+        if len(body) == 1 and type(body[0]) is bytes:
+            length = len(body[0])
+            head = self._head(method, headers, length)
+            parts: list[Any] = [head + body[0]] if length < 65536 else [head, body[0]]
+        else:
+            length = sum(memoryview(part).nbytes for part in body)
+            parts = [self._head(method, headers, length), *body]
+        for _ in range(2):  # a kept-alive connection found closed before anything went out
+            conn = await pool.acquire()
+            try:
+                conn.send(parts, limit=self.max_message_bytes, framed_limit=self._framed_limit())
+            except NotSent:
+                pool.release(conn)
+                continue
+            break
+        else:
+            raise NotSent(f"could not send to {self.url}: the connections closed")
+        try:
+            await conn.drained()
+            await conn.head()
+        except BaseException:
+            conn.close()
+            pool.release(conn)
+            raise
+        return conn
+
+    def _framed_limit(self) -> int:
+        return self.max_attachment_bytes if self.tensors else self.max_message_bytes
+
+    # -- reading replies --------------------------------------------------------------------
+
+    async def _read_stream(
+        self,
+        pool: Pool,
+        conn: Connection,
+        request_id: int | str,
+        on_message: OnMessage,
+        version: str | None,
+    ) -> Reply:
+        parser = SseParser(self.max_message_bytes)
+        message = await find_response(conn.chunks(), parser, request_id, on_message)
+        if message is not None:
+            self._drain(pool, conn)
+            return Reply(message, conn.status)
+        pool.release(conn)
+        return await self._resume(parser, request_id, on_message, version)
+
+    async def _resume(
+        self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
+    ) -> Reply:
+        """A response stream ended before its response: resume it (SEP-1699), as the aiohttp
+        link does (:meth:`~millimcp.client.http_link.HttpLink._resume`)."""
+        last_id, retry_ms = ended.last_id, ended.retry_ms
+        for _ in range(RESUMES):
+            if last_id is None or self._pool is None:
+                break
+            await asyncio.sleep(RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
+            headers = {"Accept": _EVENT_STREAM, "Last-Event-ID": last_id}
+            if version is not None:
+                headers["MCP-Protocol-Version"] = version
+            if self._session_id is not None:
+                headers["Mcp-Session-Id"] = self._session_id
+            parser = SseParser(self.max_message_bytes)
+            pool = self._side_pool()
+            try:
+                conn = await self._exchange(pool, "GET", headers, [])
+            except (NotSent, ConnectionLost) as exc:
+                log.debug("resuming the stream failed (%r)", exc)
+            else:
+                try:
+                    if conn.status != 200 or not conn.headers.get("content-type", "").startswith(
+                        _EVENT_STREAM
+                    ):
+                        log.debug("resuming the stream refused: HTTP %d", conn.status)
+                        break
+                    message = await find_response(conn.chunks(), parser, request_id, on_message)
+                    if message is not None:
+                        return Reply(message, conn.status)
+                except ConnectionLost as exc:
+                    log.debug("resuming the stream failed (%r)", exc)
+                finally:
+                    conn.close()
+                    pool.release(conn)
+            last_id = parser.last_id or last_id
+            retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
+        raise ConnectionLost("the response stream ended before the response")
+
+    def _drain(self, pool: Pool, conn: Connection) -> None:
+        """Read the rest of a stream after its response, so that its connection goes back to
+        the pool (the server ends the stream right after the response); a stream still open
+        :data:`DRAIN_S` later is closed."""
+        if conn.complete:
+            conn.discard()
+            pool.release(conn)
+            return
+        task = asyncio.get_running_loop().create_task(self._drain_later(pool, conn))
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    @staticmethod
+    async def _drain_later(pool: Pool, conn: Connection) -> None:
+        try:
+            async with asyncio.timeout(DRAIN_S):
+                async for _ in conn.chunks():
+                    pass
+        except (TimeoutError, ConnectionLost, asyncio.CancelledError):
+            conn.close()
+        pool.release(conn)
+
+    async def _delete_session(self, pool: Pool) -> None:
+        headers = {"Mcp-Session-Id": self._session_id or ""}
+        if self._version is not None:
+            headers["MCP-Protocol-Version"] = self._version
+        self._session_id = None
+        try:
+            async with asyncio.timeout(DELETE_TIMEOUT_S):
+                conn = await self._exchange(pool, "DELETE", headers, [])
+                try:
+                    await conn.body()
+                finally:
+                    pool.release(conn)
+        except (NotSent, ConnectionLost, FrameTooLarge, TimeoutError) as exc:
+            log.debug("DELETE of the session failed: %r", exc)
