@@ -25,6 +25,7 @@ server learns that the request is cancelled (both eras).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
@@ -36,21 +37,16 @@ from millimcp.client.http_body import post_data, read_body, read_framed
 from millimcp.client.http_reply import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
-    DELETE_TIMEOUT_S,
     DRAIN_S,
-    GET_RETRIES,
-    RESUME_DELAY_S,
-    RESUMES,
     base_headers,
-    decode_or_none,
     find_response,
     reply_of,
     retry_after_seconds,
 )
+from millimcp.client.http_rules import HttpRules, Stream
 from millimcp.client.link import Attachment, OnMessage, Reply
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SseParser
-from millimcp.errors import ConnectionLost, FrameTooLarge, NotSent, RequestRejected
-from millimcp.protocol import Message
+from millimcp.errors import ConnectionLost, NotSent, RequestRejected
 from millimcp.resilience.policy import Limits, Timeout
 
 if TYPE_CHECKING:
@@ -63,10 +59,12 @@ log: Final = logging.getLogger("millimcp.client")
 _DNS_TTL_S: Final = 300
 
 
-class HttpLink:
+class HttpLink(HttpRules):
     """A :class:`~millimcp.client.link.Link` to one Streamable HTTP endpoint."""
 
     kind: Literal["http", "stdio"] = "http"
+    _broken = (aiohttp.ClientError,)
+    _delete_errors = (aiohttp.ClientError, TimeoutError, OSError)
 
     def __init__(
         self,
@@ -101,12 +99,7 @@ class HttpLink:
         self._base_headers = base_headers(tensors, headers)
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
-        self._drains: set[asyncio.Task[None]] = set()
-        self.stream_ready = asyncio.Event()
-        """Set while the handshake era's GET stream is connected."""
-        self._session_id: str | None = None
-        self._version: str | None = None
-        self._closed = False
+        super().__init__()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._session is not None else "new"
@@ -169,14 +162,10 @@ class HttpLink:
         if session is None or self._closed:
             return
         self._closed = True
-        drains = tuple(self._drains)
-        for task in drains:
-            task.cancel()
-        if drains:  # each closes its response when cancelled: nothing left unreleased
-            await asyncio.gather(*drains, return_exceptions=True)
+        await self._end_drains()
         try:
             if self._session_id is not None:
-                await self._delete_session(session)
+                await self._delete_session()
         finally:
             self._session = None
             side, self._side = self._side, None
@@ -185,13 +174,6 @@ class HttpLink:
                 await side.close()
             if self.auth is not None:
                 await self.auth.close()
-
-    @property
-    def session_id(self) -> str | None:
-        return self._session_id
-
-    def reset_session(self) -> None:
-        self._session_id = None
 
     async def request(
         self,
@@ -309,11 +291,7 @@ class HttpLink:
         if self._session is None:
             raise NotSent("the client is closed")
         session = self._side_session()
-        version = headers.get("MCP-Protocol-Version")
-        if version is not None:
-            self._version = version
-        if self._session_id is not None:
-            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        headers = self._sending(headers)
         for attempt in range(2):
             sent = await self._auth_headers(headers)
             if await self._send_once(session, body, sent, retry=attempt == 0):
@@ -352,50 +330,25 @@ class HttpLink:
         except aiohttp.ClientError as exc:
             raise ConnectionLost(f"the connection to {self.url} broke: {exc!r}") from exc
 
-    async def unsolicited(self) -> AsyncIterator[Message]:
-        """The handshake era's GET stream, reconnected with ``Last-Event-ID`` when it drops.
+    # -- the I/O of the shared rules (:mod:`millimcp.client.http_rules`) ------------------
 
-        Ends at once without a session (the modern era has no GET stream), when the server
-        refuses the stream (405, 404: the session ended), after several failed reconnects in
-        a row, or when the link closes.
-        """
-        last_id: str | None = None
-        retry_s = 1.0
-        failures = 0
-        while not self._closed and self._session is not None and self._session_id is not None:
-            session = self._side_session()
-            headers = {"Accept": "text/event-stream", "Mcp-Session-Id": self._session_id}
-            if self._version is not None:
-                headers["MCP-Protocol-Version"] = self._version
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
-            try:
-                sending = await self._auth_headers(headers)
-                async with session.get(self.url, headers=sending) as response:
-                    if response.status != 200 or not response.headers.get(
-                        "Content-Type", ""
-                    ).startswith("text/event-stream"):
-                        log.debug("GET stream refused: HTTP %d", response.status)
-                        return
-                    failures = 0
-                    self.stream_ready.set()
-                    parser = SseParser(self.max_message_bytes)
-                    async for chunk in response.content.iter_any():
-                        for data in parser.feed(chunk):
-                            message = decode_or_none(data)
-                            if message is not None:
-                                yield message
-                        last_id = parser.last_id or last_id
-                        if parser.retry_ms is not None:
-                            retry_s = parser.retry_ms / 1000
-            except (aiohttp.ClientError, FrameTooLarge) as exc:
-                failures += 1
-                log.debug("GET stream broke (%r); reconnecting", exc)
-                if failures > GET_RETRIES:
-                    return
-            finally:
-                self.stream_ready.clear()
-            await asyncio.sleep(retry_s)
+    def _live(self) -> bool:
+        return self._session is not None
+
+    @contextlib.asynccontextmanager
+    async def _get(self, headers: Mapping[str, str]) -> AsyncIterator[Stream]:
+        sending = await self._auth_headers(headers)
+        async with self._side_session().get(self.url, headers=sending) as response:
+            content_type = response.headers.get("Content-Type", "")
+            yield response.status, content_type, response.content.iter_any()
+
+    async def _delete(self, headers: Mapping[str, str]) -> None:
+        session = self._session
+        assert session is not None
+        sending = await self._auth_headers(headers)
+        async with session.delete(self.url, headers=sending) as response:
+            self._exchanges += 1
+            await response.read()
 
     # -- reading replies ----------------------------------------------------------------
 
@@ -413,45 +366,6 @@ class HttpLink:
             return Reply(message, response.status)
         return await self._resume(parser, request_id, on_message, version)
 
-    async def _resume(
-        self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
-    ) -> Reply:
-        """A response stream ended before its response: resume it (SEP-1699).
-
-        Only a stream whose events carry ids can be resumed. After the ``retry`` the server
-        set (else :data:`RESUME_DELAY_S`), a GET with ``Last-Event-ID`` asks the server to
-        send what followed that event, the response among it; up to :data:`RESUMES` times.
-        """
-        last_id, retry_ms = ended.last_id, ended.retry_ms
-        for _ in range(RESUMES):
-            if last_id is None or self._session is None:
-                break
-            await asyncio.sleep(RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
-            headers = {"Accept": "text/event-stream", "Last-Event-ID": last_id}
-            if version is not None:
-                headers["MCP-Protocol-Version"] = version
-            if self._session_id is not None:
-                headers["Mcp-Session-Id"] = self._session_id
-            parser = SseParser(self.max_message_bytes)
-            try:
-                sending = await self._auth_headers(headers)
-                async with self._side_session().get(self.url, headers=sending) as response:
-                    if response.status != 200 or not response.headers.get(
-                        "Content-Type", ""
-                    ).startswith("text/event-stream"):
-                        log.debug("resuming the stream refused: HTTP %d", response.status)
-                        break
-                    message = await find_response(
-                        response.content.iter_any(), parser, request_id, on_message
-                    )
-                    if message is not None:
-                        return Reply(message, response.status)
-            except aiohttp.ClientError as exc:
-                log.debug("resuming the stream failed (%r)", exc)
-            last_id = parser.last_id or last_id
-            retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
-        raise ConnectionLost("the response stream ended before the response")
-
     def _drain(self, response: aiohttp.ClientResponse) -> None:
         """Read the rest of a stream after its response, so that its connection goes back to
         the pool (the server ends the stream right after the response); a stream still open
@@ -460,8 +374,7 @@ class HttpLink:
             response.release()
             return
         task = asyncio.get_running_loop().create_task(self._drain_later(response))
-        self._drains.add(task)
-        task.add_done_callback(self._drains.discard)
+        self._keep(task)
 
     @staticmethod
     async def _drain_later(response: aiohttp.ClientResponse) -> None:
@@ -474,21 +387,7 @@ class HttpLink:
             return
         response.release()
 
-    # -- sessions and counters --------------------------------------------------------------
-
-    async def _delete_session(self, session: aiohttp.ClientSession) -> None:
-        headers = {"Mcp-Session-Id": self._session_id or ""}
-        if self._version is not None:
-            headers["MCP-Protocol-Version"] = self._version
-        self._session_id = None
-        try:
-            async with asyncio.timeout(DELETE_TIMEOUT_S):
-                sending = await self._auth_headers(headers)
-                async with session.delete(self.url, headers=sending) as response:
-                    self._exchanges += 1
-                    await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.debug("DELETE of the session failed: %r", exc)
+    # -- counters ----------------------------------------------------------------------------
 
     def _new_socket(self, addr_info: Any) -> socket.socket:
         family, type_, proto, _, _ = addr_info

@@ -2,15 +2,16 @@
 on :class:`asyncio.Protocol` and httptools (no aiohttp on the path).
 
 It behaves as :class:`~millimcp.client.http_link.HttpLink` does, rule for rule, and shares
-its rules (:mod:`millimcp.client.http_reply`): the same headers, the same caps
-(``max_message_bytes`` per message and per decoded body, ``max_attachment_bytes`` per framed
-reply), ``zstd``/``gzip`` bodies decoded under the cap, SSE replies read event by event with
-the messages before the response going to ``on_message``, a stream that ends early resumed
-with ``Last-Event-ID``, the handshake era's session id captured and its GET stream
-reconnected, ``DELETE`` on close, and the same errors: a refused or timed-out connect is
-:class:`~millimcp.errors.NotSent`, a connection that breaks after the request went out
-:class:`~millimcp.errors.ConnectionLost`, an HTTP refusal that is not JSON-RPC
-:class:`~millimcp.errors.RequestRejected`. Cancelling a request closes its connection.
+its rules (:mod:`millimcp.client.http_reply`, :mod:`millimcp.client.http_rules`): the same
+headers, the same caps (``max_message_bytes`` per message and per decoded body,
+``max_attachment_bytes`` per framed reply), ``zstd``/``gzip`` bodies decoded under the cap,
+SSE replies read event by event with the messages before the response going to
+``on_message``, a stream that ends early resumed with ``Last-Event-ID``, the handshake era's
+session id captured and its GET stream reconnected, ``DELETE`` on close, and the same
+errors: a refused or timed-out connect is :class:`~millimcp.errors.NotSent`, a connection
+that breaks after the request went out :class:`~millimcp.errors.ConnectionLost`, an HTTP
+refusal that is not JSON-RPC :class:`~millimcp.errors.RequestRejected`. Cancelling a request
+closes its connection.
 
 Two pools, as in the aiohttp link: the calls' pool (``Limits.connections`` connections,
 ``Limits.keepalive`` kept idle for ``Limits.keepalive_expiry_s``; its counters are the
@@ -24,6 +25,7 @@ No HTTP proxy is used (neither link reads ``HTTP_PROXY``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl as ssl_module
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -33,17 +35,13 @@ from urllib.parse import urlsplit
 from millimcp.client.http_reply import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
-    DELETE_TIMEOUT_S,
     DRAIN_S,
-    GET_RETRIES,
-    RESUME_DELAY_S,
-    RESUMES,
     base_headers,
-    decode_or_none,
     find_response,
     reply_of,
     split_framed,
 )
+from millimcp.client.http_rules import EVENT_STREAM, HttpRules, Stream
 from millimcp.client.link import Attachment, OnMessage, Reply
 from millimcp.client.native.connection import Connection
 from millimcp.client.native.pool import Pool
@@ -57,14 +55,11 @@ from millimcp.errors import (
     RequestRejected,
     TensorFormatError,
 )
-from millimcp.protocol import Message
 from millimcp.resilience.policy import Limits, Timeout
 
 __all__ = ["NativeLink"]
 
 log: Final = logging.getLogger("millimcp.client")
-
-_EVENT_STREAM: Final = "text/event-stream"
 
 
 def _context(ssl: Any) -> ssl_module.SSLContext:
@@ -86,10 +81,12 @@ def _check(headers: Mapping[str, str]) -> None:
         raise ValueError("a header name or value holds a line break")
 
 
-class NativeLink:
+class NativeLink(HttpRules):
     """A :class:`~millimcp.client.link.Link` to one Streamable HTTP endpoint."""
 
     kind: Literal["http", "stdio"] = "http"
+    _broken = (NotSent, ConnectionLost)
+    _delete_errors = (NotSent, ConnectionLost, FrameTooLarge, TimeoutError)
 
     def __init__(
         self,
@@ -132,12 +129,7 @@ class NativeLink:
         self._post_prefix = self._prefix("POST", self._base)
         self._pool: Pool | None = None
         self._side: Pool | None = None
-        self._drains: set[asyncio.Task[None]] = set()
-        self.stream_ready = asyncio.Event()
-        """Set while the handshake era's GET stream is connected."""
-        self._session_id: str | None = None
-        self._version: str | None = None
-        self._closed = False
+        super().__init__()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._pool is not None else "new"
@@ -194,27 +186,16 @@ class NativeLink:
         if pool is None or self._closed:
             return
         self._closed = True
-        drains = tuple(self._drains)
-        for task in drains:
-            task.cancel()
-        if drains:
-            await asyncio.gather(*drains, return_exceptions=True)
+        await self._end_drains()
         try:
             if self._session_id is not None:
-                await self._delete_session(pool)
+                await self._delete_session()
         finally:
             self._pool = None
             side, self._side = self._side, None
             pool.close()
             if side is not None:
                 side.close()
-
-    @property
-    def session_id(self) -> str | None:
-        return self._session_id
-
-    def reset_session(self) -> None:
-        self._session_id = None
 
     async def request(
         self,
@@ -246,7 +227,7 @@ class NativeLink:
                 if session_id is not None:
                     self._session_id = session_id
             content_type = response_headers.get("content-type", "")
-            if content_type.startswith(_EVENT_STREAM):
+            if content_type.startswith(EVENT_STREAM):
                 version = headers.get("MCP-Protocol-Version")
                 return await self._read_stream(pool, conn, request_id, on_message, version)
             if self.tensors and content_type.startswith(ATTACHMENT_MEDIA_TYPE):
@@ -279,11 +260,7 @@ class NativeLink:
         if self._pool is None:
             raise NotSent("the client is closed")
         pool = self._side_pool()
-        version = headers.get("MCP-Protocol-Version")
-        if version is not None:
-            self._version = version
-        if self._session_id is not None:
-            headers = {**headers, "Mcp-Session-Id": self._session_id}
+        headers = self._sending(headers)
         conn = await self._exchange(pool, "POST", headers, [body])
         try:
             data = await conn.body()
@@ -296,53 +273,29 @@ class NativeLink:
             text = data[:500].decode("utf-8", "replace")
             raise RequestRejected(conn.status, text or conn.reason)
 
-    async def unsolicited(self) -> AsyncIterator[Message]:
-        """The handshake era's GET stream, reconnected with ``Last-Event-ID`` when it drops.
+    # -- the I/O of the shared rules (:mod:`millimcp.client.http_rules`) ------------------
 
-        Ends at once without a session (the modern era has no GET stream), when the server
-        refuses the stream (405, 404: the session ended), after several failed reconnects in
-        a row, or when the link closes.
-        """
-        last_id: str | None = None
-        retry_s = 1.0
-        failures = 0
-        while not self._closed and self._pool is not None and self._session_id is not None:
-            pool = self._side_pool()
-            headers = {"Accept": _EVENT_STREAM, "Mcp-Session-Id": self._session_id}
-            if self._version is not None:
-                headers["MCP-Protocol-Version"] = self._version
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
-            conn: Connection | None = None
-            try:
-                conn = await self._exchange(pool, "GET", headers, [])
-                if conn.status != 200 or not conn.headers.get("content-type", "").startswith(
-                    _EVENT_STREAM
-                ):
-                    log.debug("GET stream refused: HTTP %d", conn.status)
-                    return
-                failures = 0
-                self.stream_ready.set()
-                parser = SseParser(self.max_message_bytes)
-                async for chunk in conn.chunks():
-                    for data in parser.feed(chunk):
-                        message = decode_or_none(data)
-                        if message is not None:
-                            yield message
-                    last_id = parser.last_id or last_id
-                    if parser.retry_ms is not None:
-                        retry_s = parser.retry_ms / 1000
-            except (NotSent, ConnectionLost, FrameTooLarge) as exc:
-                failures += 1
-                log.debug("GET stream broke (%r); reconnecting", exc)
-                if failures > GET_RETRIES:
-                    return
-            finally:
-                self.stream_ready.clear()
-                if conn is not None:
-                    conn.close()
-                    pool.release(conn)
-            await asyncio.sleep(retry_s)
+    def _live(self) -> bool:
+        return self._pool is not None
+
+    @contextlib.asynccontextmanager
+    async def _get(self, headers: Mapping[str, str]) -> AsyncIterator[Stream]:
+        pool = self._side_pool()
+        conn = await self._exchange(pool, "GET", headers, [])
+        try:
+            yield conn.status, conn.headers.get("content-type", ""), conn.chunks()
+        finally:
+            conn.close()
+            pool.release(conn)
+
+    async def _delete(self, headers: Mapping[str, str]) -> None:
+        pool = self._pool
+        assert pool is not None
+        conn = await self._exchange(pool, "DELETE", headers, [])
+        try:
+            await conn.body()
+        finally:
+            pool.release(conn)
 
     # -- one exchange -----------------------------------------------------------------------
 
@@ -422,46 +375,6 @@ class NativeLink:
         pool.release(conn)
         return await self._resume(parser, request_id, on_message, version)
 
-    async def _resume(
-        self, ended: SseParser, request_id: int | str, on_message: OnMessage, version: str | None
-    ) -> Reply:
-        """A response stream ended before its response: resume it (SEP-1699), as the aiohttp
-        link does (:meth:`~millimcp.client.http_link.HttpLink._resume`)."""
-        last_id, retry_ms = ended.last_id, ended.retry_ms
-        for _ in range(RESUMES):
-            if last_id is None or self._pool is None:
-                break
-            await asyncio.sleep(RESUME_DELAY_S if retry_ms is None else retry_ms / 1000)
-            headers = {"Accept": _EVENT_STREAM, "Last-Event-ID": last_id}
-            if version is not None:
-                headers["MCP-Protocol-Version"] = version
-            if self._session_id is not None:
-                headers["Mcp-Session-Id"] = self._session_id
-            parser = SseParser(self.max_message_bytes)
-            pool = self._side_pool()
-            try:
-                conn = await self._exchange(pool, "GET", headers, [])
-            except (NotSent, ConnectionLost) as exc:
-                log.debug("resuming the stream failed (%r)", exc)
-            else:
-                try:
-                    if conn.status != 200 or not conn.headers.get("content-type", "").startswith(
-                        _EVENT_STREAM
-                    ):
-                        log.debug("resuming the stream refused: HTTP %d", conn.status)
-                        break
-                    message = await find_response(conn.chunks(), parser, request_id, on_message)
-                    if message is not None:
-                        return Reply(message, conn.status)
-                except ConnectionLost as exc:
-                    log.debug("resuming the stream failed (%r)", exc)
-                finally:
-                    conn.close()
-                    pool.release(conn)
-            last_id = parser.last_id or last_id
-            retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
-        raise ConnectionLost("the response stream ended before the response")
-
     def _drain(self, pool: Pool, conn: Connection) -> None:
         """Read the rest of a stream after its response, so that its connection goes back to
         the pool (the server ends the stream right after the response); a stream still open
@@ -471,8 +384,7 @@ class NativeLink:
             pool.release(conn)
             return
         task = asyncio.get_running_loop().create_task(self._drain_later(pool, conn))
-        self._drains.add(task)
-        task.add_done_callback(self._drains.discard)
+        self._keep(task)
 
     @staticmethod
     async def _drain_later(pool: Pool, conn: Connection) -> None:
@@ -483,18 +395,3 @@ class NativeLink:
         except (TimeoutError, ConnectionLost, asyncio.CancelledError):
             conn.close()
         pool.release(conn)
-
-    async def _delete_session(self, pool: Pool) -> None:
-        headers = {"Mcp-Session-Id": self._session_id or ""}
-        if self._version is not None:
-            headers["MCP-Protocol-Version"] = self._version
-        self._session_id = None
-        try:
-            async with asyncio.timeout(DELETE_TIMEOUT_S):
-                conn = await self._exchange(pool, "DELETE", headers, [])
-                try:
-                    await conn.body()
-                finally:
-                    pool.release(conn)
-        except (NotSent, ConnectionLost, FrameTooLarge, TimeoutError) as exc:
-            log.debug("DELETE of the session failed: %r", exc)
