@@ -12,10 +12,24 @@ import os
 from typing import Any
 
 from millimcp import Context, Server, ServerConfig
+from millimcp.auth import Principal, ProtectedResource, StaticTokens
 from millimcp.tasks import TaskConfig
+
+
+def _auth() -> ProtectedResource | None:
+    """``MILLIMCP_TEST_TASK_AUTH=1``: two fixed bearer tokens, for Alice and for Bob."""
+    if os.environ.get("MILLIMCP_TEST_TASK_AUTH") != "1":
+        return None
+    return ProtectedResource(
+        resource="http://127.0.0.1/mcp",
+        authorization_servers=["http://127.0.0.1/unused-as"],
+        verifier=StaticTokens({"token-alice": Principal("alice"), "token-bob": Principal("bob")}),
+    )
+
 
 server = Server(
     "task-server",
+    auth=_auth(),
     config=ServerConfig(
         tasks=TaskConfig(
             ttl_ms=int(os.environ.get("MILLIMCP_TEST_TASK_TTL_MS", "60000")),

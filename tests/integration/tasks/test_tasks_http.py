@@ -36,6 +36,12 @@ def short_ttl_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def protected_url() -> Iterator[str]:
+    with serve_python(SERVE, env={"MILLIMCP_TEST_TASK_AUTH": "1"}) as served:
+        yield served.url()
+
+
+@pytest.fixture(scope="module")
 def replicas(redis_url: str) -> Iterator[tuple[str, str]]:
     env = {"MILLIMCP_TEST_REDIS_URL": redis_url, "MILLIMCP_TEST_TASK_NS": uuid.uuid4().hex}
     with serve_python(SERVE, env=env) as a, serve_python(SERVE, env=env) as b:
@@ -127,3 +133,21 @@ async def test_a_task_started_on_one_replica_is_served_by_another(
         await (await b.task(running.task_id)).cancel()
         assert (await eventually_stopped(a, before + 1))["stopped"] == before + 1
         assert (await stats(a))["kept"] >= 3
+
+
+async def test_another_principal_cannot_read_or_cancel_a_task(protected_url: str) -> None:
+    """A task is bound to the principal that created it: Bob, who knows its id, gets the
+    same answer as for an id that does not exist, and Alice still follows it to its end."""
+    from millimcp.auth import BearerToken
+
+    alice = Client.over_http(protected_url, auth=BearerToken("token-alice"))
+    bob = Client.over_http(protected_url, auth=BearerToken("token-bob"))
+    async with alice, bob:
+        task = await alice.call_tool("slow", {"seconds": 0.3}, as_task=True)
+        with pytest.raises(InvalidParams) as unknown:
+            await bob.task("no-such-task")
+        with pytest.raises(InvalidParams) as foreign:
+            await bob.task(task.task_id)
+        assert str(foreign.value) == str(unknown.value).replace("no-such-task", task.task_id)
+        result = await task.result()
+        assert result.text.startswith("slept 0.3 s")
