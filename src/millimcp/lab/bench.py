@@ -113,6 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Client for every call (full); stdio always uses the Client",
     )
     parser.add_argument(
+        "--as-task",
+        action="store_true",
+        help="run every call as a task (io.modelcontextprotocol/tasks) and wait for its result: "
+        "the latency is the task's whole round trip, polling included (the full client, one "
+        "process)",
+    )
+    parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 era=args.era,
                 timeout_s=args.timeout,
                 progress=progress,
+                as_task=args.as_task,
             )
         )
     except MissingExtra:
@@ -182,6 +190,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigurationError("-n must be at least 1")
     if args.warmup < 0:
         raise ConfigurationError("--warmup must not be negative")
+    if args.as_task and args.processes > 1:
+        raise ConfigurationError("--as-task runs in one process (drop --processes)")
 
 
 # -- running --------------------------------------------------------------------------------
@@ -202,17 +212,21 @@ async def bench(
     era: Literal["auto", "modern", "handshake"] = "auto",
     timeout_s: float | None = 30.0,
     progress: bool = False,
+    as_task: bool = False,
 ) -> Run:
     """Run one benchmark and return its :class:`~millimcp.lab.results.Run`.
 
     One call goes through the Client first (it finds the era, checks the tool and arguments,
-    and gives the lean generator its request); a protocol error there is raised.
+    and gives the lean generator its request); a protocol error there is raised. ``as_task``:
+    every call starts a task and waits for its result (the full Client, one process).
     """
+    if as_task and processes > 1:
+        raise ConfigurationError("as_task runs in one process")
     mode: Literal["closed", "open"] = "open" if rate is not None else "closed"
     slots = concurrency or (DEFAULT_OPEN_CONCURRENCY if mode == "open" else processes)
     if duration_s is None and requests is None:
         duration_s = 10.0
-    lean = client == "lean" and target.kind == "http"
+    lean = client == "lean" and target.kind == "http" and not as_task
     started_at = now_iso()
     merger = Merger(processes)
     async with connect(target, era=era, call_timeout=timeout_s, max_in_flight=slots) as link:
@@ -234,7 +248,9 @@ async def bench(
                         template, plans[0], on_tick, id_base=_ID_SPACE, ssl=ssl_context(target)
                     )
                 else:
-                    ready = await prepare_full(link.client, tool, arguments, plans[0], on_tick)
+                    ready = await prepare_full(
+                        link.client, tool, arguments, plans[0], on_tick, as_task=as_task
+                    )
                 merger.add_report(await ready.go(time.perf_counter_ns()))
             else:
                 specs = [

@@ -129,6 +129,7 @@ def test_bench_with_a_progress_bar_still_reports(echo_url: str) -> None:
         (["--tool", "echo", "--args", "[1]"], "--args must be a JSON object"),
         (["--tool", "echo", "--rate", "0"], "--rate must be above 0"),
         (["--tool", "echo", "-c", "1", "--processes", "2"], "-c must be at least --processes"),
+        (["--tool", "echo", "-c", "2", "--processes", "2", "--as-task"], "runs in one process"),
     ],
 )
 def test_bench_refuses_bad_input_with_status_2(

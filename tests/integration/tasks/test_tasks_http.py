@@ -151,3 +151,26 @@ async def test_another_principal_cannot_read_or_cancel_a_task(protected_url: str
         assert str(foreign.value) == str(unknown.value).replace("no-such-task", task.task_id)
         result = await task.result()
         assert result.text.startswith("slept 0.3 s")
+
+
+async def test_bench_measures_task_round_trips(task_url: str) -> None:
+    """``millimcp bench --as-task``: every measured call is a task (the server keeps one per
+    call, warm-up included), each waited for to its result."""
+    from millimcp.lab.bench import bench
+    from millimcp.lab.target import parse_target
+
+    async with Client.over_http(task_url) as client:
+        before = (await stats(client))["kept"]
+        run = await bench(
+            parse_target(task_url),
+            "slow",
+            {"seconds": 0.01},
+            concurrency=2,
+            requests=6,
+            warmup_s=0.0,
+            client="full",
+            as_task=True,
+        )
+        assert run.errors == {}
+        assert run.calls == 6
+        assert (await stats(client))["kept"] - before >= 6

@@ -41,11 +41,13 @@ class _FullLoop(Loop):
         client: Client,
         tool: str,
         arguments: Mapping[str, Any] | None,
+        as_task: bool = False,
     ) -> None:
         super().__init__(plan, recorder)
         self.client = client
         self.tool = tool
         self.arguments = arguments
+        self.as_task = as_task
         self.tasks: set[asyncio.Task[None]] = set()
 
     def spawn(self, worker: _Worker, t0: int) -> None:
@@ -54,7 +56,9 @@ class _FullLoop(Loop):
         task.add_done_callback(self.tasks.discard)
 
     async def _call(self, worker: _Worker, t0: int) -> None:
-        kind = await call_kind(self.client, self.tool, self.arguments, self.plan.timeout_s)
+        kind = await call_kind(
+            self.client, self.tool, self.arguments, self.plan.timeout_s, as_task=self.as_task
+        )
         self.finished(worker, t0, kind)
 
     async def close(self) -> None:
@@ -66,11 +70,22 @@ class _FullLoop(Loop):
 
 
 async def call_kind(
-    client: Client, tool: str, arguments: Mapping[str, Any] | None, timeout_s: float | None
+    client: Client,
+    tool: str,
+    arguments: Mapping[str, Any] | None,
+    timeout_s: float | None,
+    *,
+    as_task: bool = False,
 ) -> str | None:
-    """Call ``tool`` through ``client``; the error kind (:func:`error_kind`), or None."""
+    """Call ``tool`` through ``client``; the error kind (:func:`error_kind`), or None.
+    ``as_task``: start it as a task and wait for the task's result (within ``timeout_s``)."""
     try:
-        result = await client.call_tool(tool, arguments, timeout=timeout_s)
+        if as_task:
+            async with asyncio.timeout(timeout_s):
+                task = await client.call_tool(tool, arguments, timeout=timeout_s, as_task=True)
+                result = await task.result()
+        else:
+            result = await client.call_tool(tool, arguments, timeout=timeout_s)
     except Exception as exc:  # every failure is counted, none stops the run
         return error_kind(exc)
     return TOOL_ERROR if result.is_error else None
@@ -82,10 +97,13 @@ async def prepare_full(
     arguments: Mapping[str, Any] | None,
     plan: Plan,
     on_tick: Callable[[TickReport], None],
+    *,
+    as_task: bool = False,
 ) -> Ready:
-    """``plan.concurrency`` workers calling through an open Client."""
+    """``plan.concurrency`` workers calling through an open Client (``as_task``: each call a
+    task, waited for)."""
     recorder = Recorder()
-    engine = _FullLoop(plan, recorder, client, tool, arguments)
+    engine = _FullLoop(plan, recorder, client, tool, arguments, as_task)
     slots: list[Slot] = [_Worker(engine) for _ in range(plan.concurrency)]
 
     async def go(start_ns: int) -> LoadReport:
