@@ -38,7 +38,7 @@ async def sample(params: Any) -> CreateMessageResult:
 HANDLERS: dict[str, Any] = {
     "elicitation": elicit,
     "sampling": sample,
-    "roots": ["file:///work/a", "file:///work/b"],
+    "roots": ["file:///srv/a", "file:///srv/b"],
     "timeout": 20.0,
 }
 

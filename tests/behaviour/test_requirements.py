@@ -146,7 +146,7 @@ async def test_sampling(peer: Client) -> None:
 
 async def test_roots(peer: Client) -> None:
     result = await peer.call_tool("where")
-    assert result.text == "file:///work/a,file:///work/b"
+    assert result.text == "file:///srv/a,file:///srv/b"
 
 
 async def test_resources_list(peer: Client) -> None:
