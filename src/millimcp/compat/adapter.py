@@ -101,15 +101,10 @@ class ToolSpec:
             kwargs = self.args.validate(arguments)
         except pydantic.ValidationError as exc:
             return self._error(flavour.invalid_error, exc)
-        ctx: Context[Any] = Context(mctx, self.server)
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        token = bind(ctx)
         try:
-            if self.is_async:
-                value = await self.fn(**kwargs)
-            else:
-                value = await self.server.run_sync(functools.partial(self.fn, **kwargs))
+            value = await invoke(
+                self.server, self.fn, self.is_async, self.context_param, mctx, kwargs
+            )
         except (ProtocolError, InputRequired):
             raise
         except (ToolError, ResourceError) as exc:
@@ -117,8 +112,6 @@ class ToolSpec:
         except Exception as exc:
             log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
             return self._error(flavour.crash_error, exc)
-        finally:
-            unbind(token)
         try:
             return self.convert(value)
         except (TypeError, ValueError) as exc:
@@ -190,18 +183,7 @@ def resource_handler(server: Host, fn: Callable[..., Any]) -> Callable[..., Any]
 
     async def read(**variables: Any) -> Any:
         mctx: CoreContext = variables.pop("mctx")
-        kwargs = args.validate(variables)
-        ctx: Context[Any] = Context(mctx, server)
-        if context_param is not None:
-            kwargs[context_param] = ctx
-        token = bind(ctx)
-        try:
-            if is_async:
-                value = await fn(**kwargs)
-            else:
-                value = await server.run_sync(functools.partial(fn, **kwargs))
-        finally:
-            unbind(token)
+        value = await invoke(server, fn, is_async, context_param, mctx, args.validate(variables))
         if isinstance(value, str | bytes):
             return value
         return _json_text(value)
@@ -242,18 +224,7 @@ def prompt_handler(
 
     async def render(**given: Any) -> Any:
         mctx: CoreContext = given.pop("mctx")
-        kwargs = args.validate(given)
-        ctx: Context[Any] = Context(mctx, server)
-        if context_param is not None:
-            kwargs[context_param] = ctx
-        token = bind(ctx)
-        try:
-            if is_async:
-                value = await fn(**kwargs)
-            else:
-                value = await server.run_sync(functools.partial(fn, **kwargs))
-        finally:
-            unbind(token)
+        value = await invoke(server, fn, is_async, context_param, mctx, args.validate(given))
         items = value if isinstance(value, list | tuple) else [value]
         return [to_prompt_message(item) for item in items]
 
@@ -270,3 +241,25 @@ def prompt_handler(
 def copy_context_call(fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` bound to a copy of the caller's context variables (for a worker thread)."""
     return functools.partial(contextvars.copy_context().run, fn)
+
+
+async def invoke(
+    server: Host,
+    fn: Callable[..., Any],
+    is_async: bool,
+    context_param: str | None,
+    mctx: CoreContext,
+    kwargs: dict[str, Any],
+) -> Any:
+    """Call the user's ``fn`` with validated ``kwargs``: the flavour's ``Context`` injected
+    (as ``context_param``) and bound for ``get_context()``, a sync ``fn`` off the loop."""
+    ctx: Context[Any] = Context(mctx, server)
+    if context_param is not None:
+        kwargs[context_param] = ctx
+    token = bind(ctx)
+    try:
+        if is_async:
+            return await fn(**kwargs)
+        return await server.run_sync(functools.partial(fn, **kwargs))
+    finally:
+        unbind(token)
