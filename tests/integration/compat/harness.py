@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +119,13 @@ def _dump(value: Any) -> Any:
 
 
 async def snapshot(
-    target: str | StdioServerParameters, mode: str, calls: list[Call] | None = None
+    target: str | StdioServerParameters,
+    mode: str,
+    calls: list[Call] | None = None,
+    extra: Sequence[Call] = (),
 ) -> Any:
     """Everything a client sees of the server, as JSON values; ``calls=None``: the calls
-    :func:`generated_calls` makes from the listing."""
+    :func:`generated_calls` makes from the listing. ``extra`` calls come after."""
     async with client(target, mode) as peer:
         tools = (await peer.list_tools()).tools
         resources = (await peer.list_resources()).resources
@@ -136,7 +139,7 @@ async def snapshot(
             }
             calls = generated_calls(listing)
         results: list[Any] = []
-        for call in calls:
+        for call in [*calls, *extra]:
             try:
                 if call.method == "tools/call":
                     result: Any = await peer.call_tool(call.name, call.arguments)
