@@ -59,8 +59,11 @@ def docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if not doc:
         return None, {}
     parsed = _griffe_docstring(doc)
-    if parsed is not None:
-        return parsed
+    return parsed if parsed is not None else google_docstring(doc)
+
+
+def google_docstring(doc: str) -> tuple[str | None, dict[str, str]]:
+    """:func:`docstring` without griffe: the text before ``Args:``, and its entries."""
     summary: list[str] = []
     params: dict[str, str] = {}
     current: str | None = None

@@ -18,7 +18,7 @@ from millimcp.compat.__main__ import main, run_target
 from millimcp.compat.hook import install, uninstall
 from millimcp.compat.results import Image
 from millimcp.compat.running import SSE_UNSUPPORTED, Settings, http_config
-from millimcp.compat.signature import docstring
+from millimcp.compat.signature import docstring, google_docstring
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -101,9 +101,18 @@ def test_media_and_docstrings() -> None:
     assert Image(path="a.bin")._mime_type == "application/octet-stream"
     assert docstring(None) == (None, {})
     assert docstring("Just text.") == ("Just text.", {})
-    summary, params = docstring("Do it.\n\nArgs:\n    a (int): first\n    **kw: rest\n")
+    summary, params = google_docstring("Do it.\n\nArgs:\n    a (int): first\n    **kw: rest\n")
     assert summary == "Do it."
     assert params == {"a": "first", "kw": "rest"}
+    # with griffe (fastmcp's parser), Sphinx and NumPy styles too, as fastmcp 4 reads them
+    assert docstring("Do it.\n\n:param a: first\n:param b: second\n") == (
+        "Do it.",
+        {"a": "first", "b": "second"},
+    )
+    assert docstring("Do it.\n\nParameters\n----------\na : int\n    first\n") == (
+        "Do it.",
+        {"a": "first"},
+    )
 
 
 @pytest.fixture

@@ -224,7 +224,7 @@ async def test_fastmcp_forms_titles_tags_and_docstrings(tmp_path: Path) -> None:
             "properties": {
                 "digits": {"default": 2, "description": "decimals kept", "type": "integer"},
                 "expression": {
-                    "description": "what to evaluate (arithmetic only)",
+                    "description": "what to evaluate\n(arithmetic only)",
                     "type": "string",
                 },
             },
