@@ -93,8 +93,25 @@ def google_docstring(doc: str) -> tuple[str | None, dict[str, str]]:
 
 
 _STRUCTURE_ADMONITIONS: Final = frozenset(
-    "attention caution danger error example hint important note notes raise references "
-    "return see-also tip todo warning yield".split()
+    [
+        "attention",
+        "caution",
+        "danger",
+        "error",
+        "example",
+        "hint",
+        "important",
+        "note",
+        "notes",
+        "raise",
+        "references",
+        "return",
+        "see-also",
+        "tip",
+        "todo",
+        "warning",
+        "yield",
+    ]
 )
 """Google-style headings griffe reads as admonitions that are sections (Napoleon's names),
 unlike prose that happens to end in a colon."""

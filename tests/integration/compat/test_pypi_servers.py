@@ -112,7 +112,7 @@ SERVERS = [
         "markitdown-mcp",
         None,
         calls=(
-            Call("tools/call", "convert_to_markdown", {"uri": "data:text/html,<h1>Hi</h1><p>x</p>"}),
+            Call("tools/call", "convert_to_markdown", {"uri": "data:text/html,<h1>Hi</h1>"}),
             Call("tools/call", "convert_to_markdown", {"uri": "data:text/csv,a,b%0A1,2"}),
             Call("tools/call", "convert_to_markdown", {"uri": "file:///no/such/file.txt"}),
             Call("tools/call", "convert_to_markdown", {"uri": "nope:x"}),
