@@ -7,20 +7,26 @@ Two of each flavour, chosen small, with no network or credentials at call time:
 * mcp 1.x ``FastMCP`` (on mcp 1.30.0, the last 1.x): ``mcp-server-calculator`` 0.2.1 (pins
   ``mcp<2``) and ``mcp-math`` 0.1.1 (``from mcp.server.fastmcp.server import FastMCP``, does
   not pin ``mcp<2``: on a fresh install it no longer imports; the shim serves it);
-* ``MCPServer`` (mcp 2.3.0, the test environment's own): ``mcp-server-time`` 2026.10.19 (server
-  middleware that answers an unknown tool with -32602, ``ToolError``, pydantic results) and
-  ``excel-mcp-server`` 2.2.2 (``from mcp.server import MCPServer``, 90-odd tools over local
-  workbooks, ``mcp.types`` results);
-* fastmcp (on fastmcp 3.4.11, as ``mcp-simple-timeserver`` needs ``fastmcp<4``):
-  ``mcp-server-calculator-yf`` 0.1.1 (bare ``@mcp.tool``) and ``mcp-simple-timeserver`` 3.3.2
-  (annotations, defaults; only its tools that need neither NTP nor a holiday API are called).
+* ``MCPServer`` (on mcp 2.3.0): ``mcp-server-time`` 2026.10.19 (server middleware that
+  answers an unknown tool with -32602, ``ToolError``, pydantic results; its date and time are
+  masked) and ``markitdown-mcp`` 0.0.1a8 (an async tool, ``ToolError`` texts; ``data:`` and
+  ``file:`` URIs only);
+* fastmcp (on fastmcp 4.2.3): ``mcp-server-calculator-yf`` 0.1.1 (bare ``@mcp.tool``) and
+  ``mcp-simple-timeserver`` 3.3.2 (annotations with a title, Sphinx ``:param`` docstrings;
+  only its date arithmetic is called: the rest asks NTP or a holiday API). It declares
+  ``fastmcp<4``; on fastmcp 3.4.11 the differences are fastmcp 3 to 4 changes (titles from
+  names, the docstring split), and the shim follows fastmcp 4.
 
-``make compat-servers`` installs them (``.tools/compat/``): a virtual environment per real
-framework with its two servers (``MILLIMCP_COMPAT_MCP1_PYTHON``,
-``MILLIMCP_COMPAT_FASTMCP3_PYTHON``), and all six with their runtime dependencies, without
-their framework pins, in a folder the test environment puts on its path
-(``MILLIMCP_COMPAT_SITE``): the ``MCPServer`` servers run there on mcp 2.3.0, and every server
-runs there on millimcp. Without them the test skips (fails under ``make test``).
+``excel-mcp-server`` 2.2.2 was tried and left out: it rewrites the SDK's private
+``_tool_manager`` records after registering, which the shim does not have.
+
+``make compat-servers`` installs them in ``.tools/compat/``: mcp 1.x with its two servers in
+a virtual environment of its own (``MILLIMCP_COMPAT_MCP1_PYTHON``; it cannot share one with
+mcp 2.x), and all six with their runtime dependencies, without their framework pins, in a
+folder that is put first on the test environment's path (``MILLIMCP_COMPAT_SITE``): there the
+``MCPServer`` and fastmcp servers run on the test environment's own mcp 2.3.0 and fastmcp
+4.2.3, and every server runs on millimcp. Without them the test skips (fails under ``make
+test``).
 """
 
 from __future__ import annotations
