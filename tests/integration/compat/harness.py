@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -189,3 +192,23 @@ def differences(real: Any, ours: Any, path: str = "") -> list[str]:
             for line in differences(a, b, f"{path}[{i}]")
         ]
     return [] if real == ours else [f"{path}: real {real!r} != millimcp {ours!r}"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Until something listens on ``port`` (``process`` must stay up meanwhile)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the server exited"
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on {port}")

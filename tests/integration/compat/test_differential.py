@@ -17,10 +17,8 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +29,12 @@ from tests.integration.compat.harness import (
     SERVERS,
     Call,
     differences,
+    free_port,
     normalise,
     real_command,
     shim_command,
     snapshot,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
@@ -90,24 +90,6 @@ async def test_mcp2_server_over_stdio() -> None:
     _check(real, ours)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited"
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
 @pytest.fixture
 def http_servers() -> Iterator[tuple[str, str]]:
     """calc_mcp2 over Streamable HTTP: on mcp 2.3.0, and on millimcp."""
@@ -115,7 +97,7 @@ def http_servers() -> Iterator[tuple[str, str]]:
     processes = []
     urls = []
     for shim in (False, True):
-        port = _free_port()
+        port = free_port()
         argv = [sys.executable, str(runner), str(SERVERS / "calc_mcp2.py"), str(port)]
         if shim:
             argv.append("--shim")
@@ -123,7 +105,7 @@ def http_servers() -> Iterator[tuple[str, str]]:
         urls.append(f"http://127.0.0.1:{port}/mcp")
     try:
         for process, url in zip(processes, urls, strict=True):
-            _wait_for(int(url.rsplit(":", 1)[1].split("/")[0]), process)
+            wait_for(int(url.rsplit(":", 1)[1].split("/")[0]), process)
         yield urls[0], urls[1]
     finally:
         for process in processes:

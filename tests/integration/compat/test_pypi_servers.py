@@ -35,7 +35,9 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +50,10 @@ from tests.integration.compat.harness import (
     ROOT,
     Call,
     differences,
+    free_port,
     normalise,
     snapshot,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -193,3 +197,60 @@ async def test_pypi_server(server: PypiServer, missing_tool: MissingTool, tmp_pa
     assert real["tools"], "the server lists tools"
     lines = differences(normalise(real), normalise(ours))
     assert not lines, "\n".join(lines)
+
+
+MARKITDOWN_CALLS = [
+    Call("tools/call", "convert_to_markdown", {"uri": "data:text/html,<h1>Hi</h1>"}),
+    Call("tools/call", "convert_to_markdown", {"uri": "nope:x"}),
+]
+
+
+@pytest.fixture
+def markitdown_urls(missing_tool: MissingTool) -> Iterator[tuple[str, str]]:
+    """``markitdown-mcp --http`` on mcp 2.3.0 and on millimcp: their Streamable HTTP URLs."""
+    site = os.environ.get(SITE)
+    script = Path(site) / "bin" / "markitdown-mcp" if site else None
+    if site is None or script is None or not script.exists():
+        missing_tool(f"markitdown-mcp is not installed in ${SITE} (make compat-servers)")
+        return
+    pythonpath = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONWARNINGS": "ignore"}
+    ports = [free_port(), free_port()]
+    commands = [
+        [sys.executable, str(script)],
+        [sys.executable, "-m", "millimcp.compat", "run", "markitdown-mcp"],
+    ]
+    processes = [
+        subprocess.Popen(
+            [*command, "--http", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for command, port in zip(commands, ports, strict=True)
+    ]
+    try:
+        for process, port in zip(processes, ports, strict=True):
+            wait_for(port, process)
+        yield f"http://127.0.0.1:{ports[0]}/mcp", f"http://127.0.0.1:{ports[1]}/mcp"
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(10)
+
+
+async def test_markitdown_over_http(markitdown_urls: tuple[str, str]) -> None:
+    """``markitdown-mcp --http`` builds its own Starlette app from the routes and lifespans
+    of ``sse_app()`` and ``streamable_http_app()``, served by uvicorn: on mcp 2.3.0 and on
+    millimcp (where the SSE routes answer 501), the Streamable HTTP endpoint looks and
+    answers the same in both modes."""
+    real_url, our_url = markitdown_urls
+    for mode in ("auto", "legacy"):
+        real, ours = await asyncio.gather(
+            snapshot(real_url, mode, MARKITDOWN_CALLS),
+            snapshot(our_url, mode, MARKITDOWN_CALLS),
+        )
+        assert real["results"][0]["content"][0]["text"] == "# Hi"
+        lines = differences(normalise(real), normalise(ours))
+        assert not lines, "\n".join(lines)

@@ -88,10 +88,24 @@ def test_sse_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         server.run("sse")
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip() == SSE_UNSUPPORTED
-    with pytest.raises(NotImplementedError):
-        server.sse_app()
     with pytest.raises(ValueError, match="Unknown transport"):
         server.run("carrier-pigeon")
+
+
+async def test_sse_app_endpoints_answer_501_with_the_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Mounted beside the Streamable HTTP app (as markitdown-mcp --http does), the SSE routes
+    answer 501 with the one line and the MCP endpoint keeps serving."""
+    server = mcp2.MCPServer("both")
+    sse = server.sse_app()
+    assert capsys.readouterr().err.strip() == SSE_UNSUPPORTED
+    transport = httpx.ASGITransport(app=sse)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        stream = await http.get("/sse")
+        posted = await http.post("/messages/", content=b"{}")
+    assert (stream.status_code, stream.text) == (501, SSE_UNSUPPORTED)
+    assert (posted.status_code, posted.text) == (501, SSE_UNSUPPORTED)
 
 
 def test_media_and_docstrings() -> None:
