@@ -65,7 +65,9 @@ $(TOOLS)/.installed:
 
 compat-servers: $(COMPAT)/.installed
 
-$(COMPAT)/.installed: $(BIN)/.installed
+# Order-only on setup (the site folder is installed by the test environment's pip, for its
+# Python): a pyproject change does not rebuild it; a changed pin here needs rm -r $(COMPAT).
+$(COMPAT)/.installed: | $(BIN)/.installed
 	rm -rf $(COMPAT) && mkdir -p $(COMPAT)
 	$(PYTHON) -m venv $(COMPAT)/mcp1
 	$(COMPAT)/mcp1/bin/python -m pip install --quiet $(COMPAT_MCP1)

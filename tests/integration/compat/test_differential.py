@@ -5,10 +5,10 @@ differences listed in ``harness.DELIBERATE``.
 The ``MCPServer`` (mcp 2.x) servers run on the mcp 2.3.0 of the test environment. The mcp 1.x
 and fastmcp servers need their frameworks in environments of their own (they cannot share
 one with mcp 2.3.0): point ``MILLIMCP_COMPAT_MCP1_PYTHON`` / ``MILLIMCP_COMPAT_FASTMCP_PYTHON``
-at a Python that has them (fastmcp 4.2.3 is in the test environment itself: it shares
-mcp 2.3.0); without one, the server still runs on millimcp and is checked against the answers
-recorded from its real framework in ``servers/*.expected.json`` (``MILLIMCP_COMPAT_RECORD=1``
-rewrites them from a live run).
+at a Python that has them (``make compat-servers`` makes the first, with mcp 1.30.0; fastmcp
+4.2.3 is in the test environment itself: it shares mcp 2.3.0); without one, the server still
+runs on millimcp and is checked against the answers recorded from its real framework in
+``servers/*.expected.json`` (``MILLIMCP_COMPAT_RECORD=1`` rewrites them from a live run).
 """
 
 from __future__ import annotations
