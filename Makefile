@@ -14,10 +14,30 @@ export MILLIMCP_CONFORMANCE := $(SUITE)
 export MILLIMCP_INSPECTOR := $(INSPECTOR)
 export MILLIMCP_SERVER_EVERYTHING := $(EVERYTHING)
 
+# Real servers from PyPI for the compat harness (tests/integration/compat/test_pypi_servers.py),
+# in a git-ignored folder: a virtual environment for mcp 1.x with its two servers (mcp 1.x
+# cannot share one with mcp 2.x), and all six servers with their runtime dependencies but
+# without their framework pins in one folder that the test environment puts on its path
+# (there the MCPServer and fastmcp ones run on its own mcp 2.3.0 and fastmcp 4.2.3, and all of
+# them on millimcp).
+COMPAT := $(TOOLS)/compat
+export MILLIMCP_COMPAT_MCP1_PYTHON := $(COMPAT)/mcp1/bin/python
+export MILLIMCP_COMPAT_SITE := $(COMPAT)/site
+COMPAT_MCP1 := mcp==1.30.0 mcp-server-calculator==0.2.1
+COMPAT_SITE_PACKAGES := mcp-server-calculator==0.2.1 mcp-math==0.1.1 \
+	mcp-server-time==2026.10.19 tzlocal==5.4.5 tzdata==2026.6 \
+	markitdown-mcp==0.0.1a8 markitdown==0.1.9 beautifulsoup4==4.15.0 soupsieve==4.1.3 \
+	defusedxml==0.7.1 markdownify==1.2.3 six==1.17.0 magika==1.0.3 onnxruntime==1.32.0 \
+	coloredlogs==15.0.1 humanfriendly==10.0 python-dotenv==1.2.4 flatbuffers==25.12.19 \
+	mcp-server-calculator-yf==0.1.1 requests==2.34.2 urllib3==2.8.0 charset-normalizer==3.5.3 \
+	mcp-simple-timeserver==3.3.2 ntplib==0.4.0 hijridate==2.6.0 japanera==2.1.3 kanjize==1.6.1 \
+	pyluach==2.3.0 persiantools==6.2.0 pycountry==26.2.16 timezonefinder==9.0.0 \
+	timezonefinder-data==3.2026.3.post1 h3==4.5.0
+
 # apt-get as root, else through sudo (system-tools).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup demo-setup tools system-tools test check lint typecheck conformance bench demo clean test-fronts perf fuzz
+.PHONY: setup demo-setup tools system-tools compat-servers test check lint typecheck conformance bench demo clean test-fronts perf fuzz
 
 setup: $(BIN)/.installed
 
@@ -43,6 +63,18 @@ $(TOOLS)/.installed:
 	test -f $(SUITE) && test -f $(INSPECTOR) && test -f $(EVERYTHING)
 	touch $@
 
+compat-servers: $(COMPAT)/.installed
+
+# Order-only on setup (the site folder is installed by the test environment's pip, for its
+# Python): a pyproject change does not rebuild it; a changed pin here needs rm -r $(COMPAT).
+$(COMPAT)/.installed: | $(BIN)/.installed
+	rm -rf $(COMPAT) && mkdir -p $(COMPAT)
+	$(PYTHON) -m venv $(COMPAT)/mcp1
+	$(COMPAT)/mcp1/bin/python -m pip install --quiet $(COMPAT_MCP1)
+	$(COMPAT)/mcp1/bin/python -m pip install --quiet --no-deps mcp-math==0.1.1
+	$(BIN)/python -m pip install --quiet --no-deps --target $(COMPAT)/site $(COMPAT_SITE_PACKAGES)
+	touch $@
+
 # Programs the tests start themselves: redis-server (the cache tests run private servers)
 # and chromium (the lab's HTML report is rendered headless). Debian's packages, installed
 # only when missing; the package's own Redis service is stopped, the tests do not use it.
@@ -62,7 +94,7 @@ system-tools:
 
 # Every check, as CI runs it (.ci/run): lint, format, mypy --strict over src and tests, then
 # the whole suite with branch coverage of src/millimcp (fail_under in pyproject.toml).
-test: setup tools system-tools lint typecheck
+test: setup tools system-tools compat-servers lint typecheck
 	MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q --cov --cov-report=term
 
 lint: setup

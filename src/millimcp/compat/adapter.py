@@ -100,7 +100,11 @@ class ToolSpec:
         try:
             kwargs = self.args.validate(arguments)
         except pydantic.ValidationError as exc:
-            return self._error(flavour.invalid_error, exc)
+            detail = str(exc)
+            if flavour.validation_title is not None:  # fastmcp validates the call itself
+                title = flavour.validation_title.format(fn=getattr(self.fn, "__name__", ""))
+                detail = detail.replace(f" for {exc.title}\n", f" for {title}\n", 1)
+            return self._error(flavour.invalid_error, detail)
         try:
             value = await invoke(
                 self.server, self.fn, self.is_async, self.context_param, mctx, kwargs
@@ -139,8 +143,10 @@ def tool_options(
     tags: set[str] | None = None,
 ) -> ToolOptions:
     """The millimcp options that serve ``spec`` with the flavour's definition."""
-    if spec.server.flavour.fastmcp_meta:
-        title = title or fastmcp_title(spec.name)
+    if spec.server.flavour.fastmcp_meta:  # given, else the annotations', else from the name
+        given = plain(annotations)
+        annotated = given.get("title") if isinstance(given, dict) else None
+        title = title or annotated or fastmcp_title(spec.name)
         meta = fastmcp_meta(meta, tags)
     return ToolOptions(
         name=spec.name,

@@ -23,10 +23,11 @@ from millimcp.compat.adapter import (
     tool_options,
 )
 from millimcp.compat.flavour import Flavour
+from millimcp.compat.middleware import Middleware, MiddlewareServer
 from millimcp.compat.running import Runner, Settings
 from millimcp.compat.signature import docstring
 from millimcp.errors import InvalidParams
-from millimcp.protocol.types import ResourceContents
+from millimcp.protocol.types import ResourceContents, Tool
 from millimcp.server import Server
 from millimcp.session import Context as CoreContext
 
@@ -54,7 +55,7 @@ class CompatServer(Runner):
         self.name = name or self.flavour.default_name
         self.settings = settings or Settings()
         self._user_lifespan = lifespan
-        self.server = Server(
+        self.server: MiddlewareServer = MiddlewareServer(
             self.name,
             version or "0.0.0",
             instructions,
@@ -71,6 +72,15 @@ class CompatServer(Runner):
     @property
     def instructions(self) -> str | None:
         return self.server.instructions
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        """``(ctx, call_next)`` middleware around every request, outermost first (2.x)."""
+        return self.server.middleware
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools' definitions, as ``tools/list`` gives them (each has ``.name``)."""
+        return [entry.definition for entry in self.server._tool_registry]
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, _: Server) -> AsyncIterator[Any]:

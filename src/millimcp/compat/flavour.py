@@ -37,6 +37,9 @@ class Flavour:
     every definition, no description without a docstring, compact JSON text for non-text
     results (a list stays one block), the JSON-schema hint as a prompt argument's
     description."""
+    validation_title: str | None = None
+    """The title a validation error's text gives the arguments (``{fn}``: the function's
+    name); None: pydantic's own (the arguments model's)."""
     log_data_keyword: str = "message"
     """The name of the logging methods' payload parameter (``message`` in 1.x and fastmcp,
     ``data`` in 2.x)."""
@@ -61,7 +64,8 @@ FASTMCP = Flavour(
     name="fastmcp",
     tool_error="{detail}",
     crash_error="Error calling tool {name!r}: {detail}",
-    invalid_error="Error calling tool {name!r}: {detail}",
+    invalid_error="{detail}",
+    validation_title="call[{fn}]",
     pre_parse_json=False,
     docstring_args=True,
     prune_titles=True,

@@ -61,6 +61,7 @@ class MCPServer(CompatServer):
         lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None = None,
         debug: bool = False,
         log_level: str = "INFO",
+        middleware: list[Any] | None = None,
         **_: Any,
     ) -> None:
         super().__init__(
@@ -72,5 +73,6 @@ class MCPServer(CompatServer):
             lifespan=lifespan,
             settings=Settings(debug=debug, log_level=log_level),
         )
+        self.middleware.extend(middleware or ())
         for fn in tools or ():
             self.add_tool(fn)

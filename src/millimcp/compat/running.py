@@ -3,7 +3,8 @@
 Settings come from the constructor (mcp 1.x), from ``run()``/``*_app()`` keywords (mcp 2.x,
 fastmcp) or from ``server.settings.x = ...`` before ``run()``. ``stdio`` and
 ``streamable-http``/``http`` are millimcp's own transports; the deprecated HTTP+SSE
-transport (``sse``) is not served: ``run("sse")`` exits with one line that says so.
+transport (``sse``) is not served: ``run("sse")`` exits with one line that says so, and
+``sse_app()``'s endpoints answer 501 with that line.
 ``transport_security`` maps onto millimcp's Host and Origin checks.
 """
 
@@ -208,7 +209,26 @@ class Runner:
     http_app = streamable_http_app
 
     def sse_app(self, *_: Any, **__: Any) -> Any:
-        raise NotImplementedError(SSE_UNSUPPORTED)
+        """The deprecated HTTP+SSE endpoints, each answering 501 with :data:`SSE_UNSUPPORTED`
+        (said once on stderr too): a server that mounts them beside ``streamable_http_app()``
+        (``markitdown-mcp --http``) keeps serving Streamable HTTP. Needs Starlette."""
+        try:
+            from starlette.applications import Starlette
+            from starlette.responses import PlainTextResponse
+            from starlette.routing import Route
+        except ImportError:
+            raise NotImplementedError(SSE_UNSUPPORTED) from None
+        print(SSE_UNSUPPORTED, file=sys.stderr)
+
+        async def unsupported(_: Any) -> Any:
+            return PlainTextResponse(SSE_UNSUPPORTED, status_code=501)
+
+        return Starlette(
+            routes=[
+                Route(self.settings.sse_path, unsupported, methods=["GET"]),
+                Route(self.settings.message_path, unsupported, methods=["POST"]),
+            ]
+        )
 
     @property
     def session_manager(self) -> _SessionManager:

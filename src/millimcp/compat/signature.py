@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import logging
 import re
 import sys
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema
@@ -52,10 +53,17 @@ _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 def docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
-    """fastmcp's reading of a Google-style docstring: (the text before ``Args:``,
-    parameter -> description)."""
+    """fastmcp's reading of a docstring: (the text before its first section, parameter ->
+    description). With griffe installed (fastmcp's own parser), as fastmcp reads it: Google,
+    NumPy and Sphinx styles; without, Google-style ``Args:`` only."""
     if not doc:
         return None, {}
+    parsed = _griffe_docstring(doc)
+    return parsed if parsed is not None else google_docstring(doc)
+
+
+def google_docstring(doc: str) -> tuple[str | None, dict[str, str]]:
+    """:func:`docstring` without griffe: the text before ``Args:``, and its entries."""
     summary: list[str] = []
     params: dict[str, str] = {}
     current: str | None = None
@@ -82,6 +90,60 @@ def docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
             summary.append(line)
     text = "\n".join(summary).strip()
     return text or None, params
+
+
+_STRUCTURE_ADMONITIONS: Final = frozenset(
+    [
+        "attention",
+        "caution",
+        "danger",
+        "error",
+        "example",
+        "hint",
+        "important",
+        "note",
+        "notes",
+        "raise",
+        "references",
+        "return",
+        "see-also",
+        "tip",
+        "todo",
+        "warning",
+        "yield",
+    ]
+)
+"""Google-style headings griffe reads as admonitions that are sections (Napoleon's names),
+unlike prose that happens to end in a colon."""
+
+
+def _griffe_docstring(doc: str) -> tuple[str | None, dict[str, str]] | None:
+    """fastmcp 4's rule: the first of griffe's google, numpy and sphinx parsers that finds a
+    section gives the description (its first text) and the parameters; none: the whole
+    docstring is the description. None when griffe is not installed."""
+    try:
+        from griffe import Docstring, DocstringSectionKind
+    except ImportError:
+        return None
+    logging.getLogger("griffe").setLevel(logging.ERROR)  # its warnings about missing types
+    text = inspect.cleandoc(doc)
+    for parser in ("google", "numpy", "sphinx"):
+        description: str | None = None
+        params: dict[str, str] = {}
+        structured = False
+        for section in Docstring(text, lineno=1, parser=parser).parse():
+            if section.kind == DocstringSectionKind.text:
+                description = section.value if description is None else description
+            elif section.kind == DocstringSectionKind.parameters:
+                params.update({p.name: p.description for p in section.value})
+                structured = True
+            elif section.kind == DocstringSectionKind.admonition:
+                structured = structured or section.value.kind in _STRUCTURE_ADMONITIONS
+            else:
+                structured = True
+        if params or structured:
+            return description, params
+    return text, {}
 
 
 class Arguments:

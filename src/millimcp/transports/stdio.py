@@ -17,8 +17,8 @@ import asyncio
 import contextlib
 import io
 import os
+import selectors
 import signal
-import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -152,21 +152,30 @@ async def serve_stdio(
 def fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's loop factory when it is installed and fds 0 and 1 suit it, else None.
 
-    uvloop cannot watch a regular file (it aborts where asyncio raises and the transport
-    falls back to a thread), so a redirected stdin or stdout keeps the standard loop.
+    uvloop cannot watch a regular file or ``/dev/null`` (it aborts where asyncio raises and
+    the transport falls back to a thread), so a redirected stdin or stdout keeps the standard
+    loop.
     """
     try:
         import uvloop
     except ImportError:
         return None
-    for fd in (0, 1):
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-        except OSError:
-            return None
+    if not (_watchable(0, selectors.EVENT_READ) and _watchable(1, selectors.EVENT_WRITE)):
+        return None
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return factory
+
+
+def _watchable(fd: int, events: int) -> bool:
+    """Whether an event loop can watch ``fd``: epoll refuses regular files and some character
+    devices (``/dev/null``), which the loop only finds out in a callback, after the
+    transport is made (the read would then never start: a hang, not EOF)."""
+    try:
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, events)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _stop(done: asyncio.Future[str], reason: str) -> None:
@@ -198,6 +207,8 @@ class _BlockingWriter:
 async def _connect_writer(loop: asyncio.AbstractEventLoop, fd: int) -> Any:
     """A pipe transport on ``fd`` (it owns the descriptor), else a blocking writer."""
     pipe = io.FileIO(fd, "wb")
+    if not _watchable(fd, selectors.EVENT_WRITE):
+        return _BlockingWriter(pipe)
     try:
         writer, _ = await loop.connect_write_pipe(asyncio.Protocol, pipe)
     except ValueError:
@@ -209,6 +220,8 @@ async def _connect_reader(
     loop: asyncio.AbstractEventLoop, stdin: Any, reader: _LineReader, done: asyncio.Future[str]
 ) -> Callable[[], None]:
     """Read stdin through the event loop when it is a pipe or socket, else from a thread."""
+    if not _watchable(stdin.fileno(), selectors.EVENT_READ):
+        return _read_in_thread(loop, stdin, reader, done)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: reader, stdin)
     except ValueError:  # a regular file: the event loop cannot watch it

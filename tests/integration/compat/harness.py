@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +122,13 @@ def _dump(value: Any) -> Any:
 
 
 async def snapshot(
-    target: str | StdioServerParameters, mode: str, calls: list[Call] | None = None
+    target: str | StdioServerParameters,
+    mode: str,
+    calls: list[Call] | None = None,
+    extra: Sequence[Call] = (),
 ) -> Any:
     """Everything a client sees of the server, as JSON values; ``calls=None``: the calls
-    :func:`generated_calls` makes from the listing."""
+    :func:`generated_calls` makes from the listing. ``extra`` calls come after."""
     async with client(target, mode) as peer:
         tools = (await peer.list_tools()).tools
         resources = (await peer.list_resources()).resources
@@ -136,7 +142,7 @@ async def snapshot(
             }
             calls = generated_calls(listing)
         results: list[Any] = []
-        for call in calls:
+        for call in [*calls, *extra]:
             try:
                 if call.method == "tools/call":
                     result: Any = await peer.call_tool(call.name, call.arguments)
@@ -186,3 +192,23 @@ def differences(real: Any, ours: Any, path: str = "") -> list[str]:
             for line in differences(a, b, f"{path}[{i}]")
         ]
     return [] if real == ours else [f"{path}: real {real!r} != millimcp {ours!r}"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Until something listens on ``port`` (``process`` must stay up meanwhile)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the server exited"
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on {port}")

@@ -5,10 +5,10 @@ differences listed in ``harness.DELIBERATE``.
 The ``MCPServer`` (mcp 2.x) servers run on the mcp 2.3.0 of the test environment. The mcp 1.x
 and fastmcp servers need their frameworks in environments of their own (they cannot share
 one with mcp 2.3.0): point ``MILLIMCP_COMPAT_MCP1_PYTHON`` / ``MILLIMCP_COMPAT_FASTMCP_PYTHON``
-at a Python that has them (fastmcp 4.2.3 is in the test environment itself: it shares
-mcp 2.3.0); without one, the server still runs on millimcp and is checked against the answers
-recorded from its real framework in ``servers/*.expected.json`` (``MILLIMCP_COMPAT_RECORD=1``
-rewrites them from a live run).
+at a Python that has them (``make compat-servers`` makes the first, with mcp 1.30.0; fastmcp
+4.2.3 is in the test environment itself: it shares mcp 2.3.0); without one, the server still
+runs on millimcp and is checked against the answers recorded from its real framework in
+``servers/*.expected.json`` (``MILLIMCP_COMPAT_RECORD=1`` rewrites them from a live run).
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +29,12 @@ from tests.integration.compat.harness import (
     SERVERS,
     Call,
     differences,
+    free_port,
     normalise,
     real_command,
     shim_command,
     snapshot,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
@@ -90,24 +90,6 @@ async def test_mcp2_server_over_stdio() -> None:
     _check(real, ours)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited"
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
 @pytest.fixture
 def http_servers() -> Iterator[tuple[str, str]]:
     """calc_mcp2 over Streamable HTTP: on mcp 2.3.0, and on millimcp."""
@@ -115,7 +97,7 @@ def http_servers() -> Iterator[tuple[str, str]]:
     processes = []
     urls = []
     for shim in (False, True):
-        port = _free_port()
+        port = free_port()
         argv = [sys.executable, str(runner), str(SERVERS / "calc_mcp2.py"), str(port)]
         if shim:
             argv.append("--shim")
@@ -123,7 +105,7 @@ def http_servers() -> Iterator[tuple[str, str]]:
         urls.append(f"http://127.0.0.1:{port}/mcp")
     try:
         for process, url in zip(processes, urls, strict=True):
-            _wait_for(int(url.rsplit(":", 1)[1].split("/")[0]), process)
+            wait_for(int(url.rsplit(":", 1)[1].split("/")[0]), process)
         yield urls[0], urls[1]
     finally:
         for process in processes:

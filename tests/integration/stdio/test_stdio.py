@@ -257,6 +257,40 @@ def test_regular_files_on_both_ends(tmp_path: Path) -> None:
     assert replies[2]["result"]["content"][0]["text"] == "from a file"
 
 
+ASYNCIO_STDIO = [  # the standard event loop (serve_stdio inside asyncio.run, as compat's 2.x
+    sys.executable,  # run_stdio_async does), where the refusal used to be a 60 s hang
+    "-c",
+    "import asyncio; from tests.servers.basic_server import server; "
+    "asyncio.run(server.serve_stdio())",
+]
+
+
+@pytest.mark.parametrize(
+    ("stdout", "loop"), [("pipe", "default"), ("devnull", "default"), ("pipe", "asyncio")]
+)
+def test_dev_null_stdin_is_eof_at_once(stdout: str, loop: str) -> None:
+    """``millimcp serve --stdio < /dev/null``: epoll refuses /dev/null (PermissionError in the
+    loop's add_reader callback), which used to leave the server waiting for input that could
+    never come (uvloop, with stdout on /dev/null too, aborted); now it reads from a thread,
+    sees EOF and exits 0."""
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    command = [sys.executable, "-m", "millimcp", "serve", "tests.servers.basic_server:server"]
+    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as devnull:
+        done = subprocess.run(
+            ASYNCIO_STDIO if loop == "asyncio" else [*command, "--stdio"],
+            cwd=ROOT,
+            env=env,
+            stdin=stdin,
+            stdout=devnull if stdout == "devnull" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"PermissionError" not in done.stderr
+    assert not done.stdout
+
+
 def test_requests_written_just_before_eof_are_still_answered(peer: Peer) -> None:
     params = {"name": "slow", "arguments": {"seconds": 0.3, "tag": "eof"}, "_meta": MODERN_META}
     peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})

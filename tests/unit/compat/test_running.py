@@ -18,7 +18,7 @@ from millimcp.compat.__main__ import main, run_target
 from millimcp.compat.hook import install, uninstall
 from millimcp.compat.results import Image
 from millimcp.compat.running import SSE_UNSUPPORTED, Settings, http_config
-from millimcp.compat.signature import docstring
+from millimcp.compat.signature import docstring, google_docstring
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -88,10 +88,24 @@ def test_sse_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         server.run("sse")
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip() == SSE_UNSUPPORTED
-    with pytest.raises(NotImplementedError):
-        server.sse_app()
     with pytest.raises(ValueError, match="Unknown transport"):
         server.run("carrier-pigeon")
+
+
+async def test_sse_app_endpoints_answer_501_with_the_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Mounted beside the Streamable HTTP app (as markitdown-mcp --http does), the SSE routes
+    answer 501 with the one line and the MCP endpoint keeps serving."""
+    server = mcp2.MCPServer("both")
+    sse = server.sse_app()
+    assert capsys.readouterr().err.strip() == SSE_UNSUPPORTED
+    transport = httpx.ASGITransport(app=sse)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        stream = await http.get("/sse")
+        posted = await http.post("/messages/", content=b"{}")
+    assert (stream.status_code, stream.text) == (501, SSE_UNSUPPORTED)
+    assert (posted.status_code, posted.text) == (501, SSE_UNSUPPORTED)
 
 
 def test_media_and_docstrings() -> None:
@@ -101,9 +115,18 @@ def test_media_and_docstrings() -> None:
     assert Image(path="a.bin")._mime_type == "application/octet-stream"
     assert docstring(None) == (None, {})
     assert docstring("Just text.") == ("Just text.", {})
-    summary, params = docstring("Do it.\n\nArgs:\n    a (int): first\n    **kw: rest\n")
+    summary, params = google_docstring("Do it.\n\nArgs:\n    a (int): first\n    **kw: rest\n")
     assert summary == "Do it."
     assert params == {"a": "first", "kw": "rest"}
+    # with griffe (fastmcp's parser), Sphinx and NumPy styles too, as fastmcp 4 reads them
+    assert docstring("Do it.\n\n:param a: first\n:param b: second\n") == (
+        "Do it.",
+        {"a": "first", "b": "second"},
+    )
+    assert docstring("Do it.\n\nParameters\n----------\na : int\n    first\n") == (
+        "Do it.",
+        {"a": "first"},
+    )
 
 
 @pytest.fixture

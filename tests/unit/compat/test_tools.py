@@ -211,6 +211,14 @@ async def test_fastmcp_forms_titles_tags_and_docstrings(tmp_path: Path) -> None:
     async def listing() -> list[int]:
         return [1, 2]
 
+    @server.tool(annotations={"title": "Count the words", "readOnlyHint": True})
+    def count(text: str) -> int:
+        """Count.
+
+        :param text: the words
+        """
+        return len(text.split())
+
     @server.prompt
     def ask(topic: str) -> str:
         return f"Tell me about {topic}"
@@ -224,7 +232,7 @@ async def test_fastmcp_forms_titles_tags_and_docstrings(tmp_path: Path) -> None:
             "properties": {
                 "digits": {"default": 2, "description": "decimals kept", "type": "integer"},
                 "expression": {
-                    "description": "what to evaluate (arithmetic only)",
+                    "description": "what to evaluate\n(arithmetic only)",
                     "type": "string",
                 },
             },
@@ -242,6 +250,13 @@ async def test_fastmcp_forms_titles_tags_and_docstrings(tmp_path: Path) -> None:
         assert crash.text == "Error calling tool 'calc'"
         listed = await client.call_tool("listing")
         assert listed.text == "[1,2]"
+        assert tools["count"].title == "Count the words"  # the annotations' title first
+        assert tools["count"].description == "Count."  # Sphinx-style, read as fastmcp reads it
+        assert tools["count"].input_schema["properties"]["text"]["description"] == "the words"
+        invalid = await client.call_tool("count", {"text": 3})
+        assert invalid.is_error
+        assert invalid.text is not None
+        assert invalid.text.startswith("1 validation error for call[count]\ntext\n"), invalid.text
         file = await client.call_tool("attachment")
         assert type(file.content[0]).__name__ == "EmbeddedResource"
         assert file.content[0].resource.text == "hello"  # type: ignore[union-attr]
