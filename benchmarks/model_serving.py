@@ -257,7 +257,7 @@ def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rounds", type=int, default=6, help="per mode and caller count")
+    parser.add_argument("--rounds", "--runs", type=int, default=6, help="per mode and caller count")
     parser.add_argument("--duration", type=float, default=2.0, help="seconds measured a round")
     parser.add_argument("--ramp", type=float, default=0.3, help="seconds unmeasured a round")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds per level and mode")
