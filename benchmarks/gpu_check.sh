@@ -75,11 +75,11 @@ trap - EXIT
 
 echo
 echo "== 3. benchmarks/model_serving.py --device cuda (adaptive batching on vs off)"
-"$PY" benchmarks/model_serving.py --device cuda --runs 1 --duration 5 --warmup 4
+"$PY" benchmarks/model_serving.py --device cuda --rounds 2 --duration 3 --warmup 4
 
 echo
 echo "== 4. benchmarks/model_serving.py --device cuda, fixed batching (2 ms), 32 callers"
-"$PY" benchmarks/model_serving.py --device cuda --runs 1 --duration 5 --warmup 2 --callers 32 \
+"$PY" benchmarks/model_serving.py --device cuda --rounds 2 --duration 3 --warmup 2 --callers 32 \
     --extra=--batching=fixed --extra=--max-queue-delay-ms=2
 
 echo

@@ -1,16 +1,28 @@
 """Model serving: adaptive batching (the default) vs none, at 1, 8 and 32 callers, two models.
 
-Per model, run and mode, starts examples/model_server.py once (``--model cnn``: the seeded
+Per model, starts examples/model_server.py twice, side by side (``--model cnn``: the seeded
 CNN, 1x3x224x224 -> 1,000 logits; ``--model mlp``: a wide MLP, 1x1024 -> 1,000; CPU unless a
-GPU is present) with batching on (adaptive, ``max_batch_size`` 32) and off, alternating run
-by run, and drives it at each caller count in turn (``--callers 32 8 1``: a lone caller after
-a crowd, for the adaptive batcher) with millimcp's own client (``Client.over_http``, raw
-tensors over ``dev.millimcp/tensor``): warms up, then keeps N callers busy for
-``--duration`` seconds. Reports calls/s, p50/p99 and the client's CPU use (seconds of client
-CPU per second of wall time: well below 1.0 means the client is not the bottleneck), medians
-over runs, and paired ratios batching on / off.
+GPU is present): one with batching on (adaptive, ``max_batch_size`` 32), one with
+``--no-batching``. Both stay up for the whole model, and at each caller count in turn
+(``--callers 32 8 1``: a lone caller after a crowd, for the adaptive batcher, which keeps
+what it learned) they are driven in short rounds that alternate A/B, B/A, A/B...
+(``--rounds`` of ``--duration`` seconds each), so that the load other work puts on a shared
+machine falls on both modes alike. Each round keeps N closed-loop callers busy with
+millimcp's own client (``Client.over_http``, raw tensors over ``dev.millimcp/tensor``), after
+a short ramp that is not measured.
 
-    .venv/bin/python benchmarks/model_serving.py --runs 3 --duration 5 --callers 32 8 1
+Per round: calls/s, p50/p99, the client's CPU use (seconds of client CPU per second of wall
+time: well below 1.0 means the client is not the bottleneck) and the server's (its threads'
+``/proc/<pid>/task/*/schedstat``); for the batching server, what its batcher did in that
+round (``model_info`` before and after): batches by number of requests, batches the adaptive
+policy held back to wait for more callers (``waits``: at 1 caller it must be 0), batches run
+at once in the caller's task (``alone``) and the mean queue wait. Reported per model and
+caller count: medians over rounds with their range, and the ratios on / off paired round by
+round (median and range), among them the server CPU milliseconds per call (off / on), which
+moves less with the machine's load than calls/s do. Each server runs torch with ``--threads``
+intra-op threads (default: one less than the cores, leaving the event loop one).
+
+    .venv/bin/python benchmarks/model_serving.py --rounds 6 --duration 2 --callers 32 8 1
     .venv/bin/python benchmarks/model_serving.py --models mlp --callers 1 32 \\
         --extra=--batching=fixed --extra=--max-queue-delay-ms=2
 """
@@ -20,11 +32,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,134 +48,273 @@ from millimcp.testing import serve_subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = {"cnn": (1, 3, 224, 224), "mlp": (1, 1024)}
-MODES = {"batching": [], "no batching": ["--no-batching"]}
+ON, OFF = "batching", "no batching"
+FIGURES = ("calls_per_s", "p50_ms", "p99_ms", "client_cpu", "server_cpu", "server_ms_per_call")
+GOALS = {1: 0.95, 8: 1.0, 32: 2.5}
+"""The issue's throughput ratios (on / off) by callers; p99 on / off at most 1.2 at each."""
 
 
 @contextmanager
-def model_server(model: str, extra: list[str], device: str) -> Iterator[str]:
+def model_server(
+    model: str, extra: list[str], device: str, threads: int
+) -> Iterator[tuple[str, int]]:
+    """(url, pid) of examples/model_server.py, on this checkout's src, with ``threads``
+    intra-op threads for torch (0: torch's default, one per core)."""
     command = [
         sys.executable, str(ROOT / "examples/model_server.py"),
         "--port", "{port}", "--device", device, "--model", model, *extra,
     ]  # fmt: skip
-    with serve_subprocess(command, stdout=None, timeout=120, stop_timeout=20) as served:
-        yield served.url()
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    with serve_subprocess(command, env=env, stdout=None, timeout=120, stop_timeout=20) as served:
+        yield served.url(), served.pid
 
 
-async def load(
-    url: str, model: str, callers: int, duration: float, warmup: float
+def cpu_of(pid: int) -> float:
+    """Seconds of CPU the threads of ``pid`` have run (the scheduler's count, in ns)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stats:
+                total += int(stats.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1e9
+
+
+async def batcher_stats(client: Client) -> dict[str, Any]:
+    info = await client.call_tool("model_info")
+    stats: dict[str, Any] = (info.structured_content or {}).get("stats", {})
+    return stats
+
+
+def batcher_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the batcher did between two ``stats()``: batches by requests, waits, alone runs,
+    the mean queue wait, and the limit it ended on."""
+    old = {int(k): v for k, v in before.get("batches", {}).items()}
+    new = {int(k): v for k, v in after.get("batches", {}).items()}
+    batches = {size: new[size] - old.get(size, 0) for size in new if new[size] > old.get(size, 0)}
+
+    def requests(sizes: dict[int, int]) -> int:
+        return sum(size * count for size, count in sizes.items())
+
+    def waited(stats: dict[str, Any], sizes: dict[int, int]) -> float:
+        return float(stats.get("mean_queue_wait_ms", 0.0)) * requests(sizes)
+
+    served = requests(new) - requests(old)
+    return {
+        "batches": dict(sorted(batches.items())),
+        "waits": after.get("waits", 0) - before.get("waits", 0),
+        "alone": after.get("alone", 0) - before.get("alone", 0),
+        "mean_queue_wait_ms": (waited(after, new) - waited(before, old)) / served if served else 0,
+        "limit": after.get("limit"),
+    }
+
+
+async def drive(
+    client: Client, model: str, callers: int, duration: float, ramp: float, pid: int
 ) -> dict[str, Any]:
+    """Keep ``callers`` closed-loop callers busy: ``ramp`` seconds unmeasured, then
+    ``duration`` seconds measured."""
     inputs = [
         np.random.default_rng(i).random(SHAPES[model], dtype=np.float32) for i in range(callers)
     ]
     latencies: list[float] = []
-    async with Client.over_http(
-        url, limits=Limits(max_in_flight=max(callers, 1)), timeout=120.0, retry=None
-    ) as client:
-        measuring = False
-        stop_at = 0.0
+    measuring = False
+    stop_at = time.perf_counter() + ramp + duration + 3600.0
 
-        async def caller(x: np.ndarray) -> None:
-            while not measuring or time.perf_counter() < stop_at:
-                started = time.perf_counter()
-                result = await client.call_tool("classify", {"image": x})
-                if measuring and time.perf_counter() < stop_at:
-                    latencies.append(time.perf_counter() - started)
-                if result.is_error or result.tensors is None:
-                    raise RuntimeError(result.text)
-                assert result.tensors["result"].shape == (1, 1000)
+    async def caller(x: np.ndarray) -> None:
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            result = await client.call_tool("classify", {"image": x})
+            ended = time.perf_counter()
+            if measuring and ended < stop_at:
+                latencies.append(ended - started)
+            if result.is_error or result.tensors is None:
+                raise RuntimeError(result.text)
+            assert result.tensors["result"].shape == (1, 1000)
 
-        tasks = [asyncio.create_task(caller(x)) for x in inputs]
-        await asyncio.sleep(warmup)
-        measuring, began, cpu = True, time.perf_counter(), time.process_time()
-        stop_at = began + duration
-        await asyncio.sleep(duration)
-        cpu = time.process_time() - cpu
-        await asyncio.gather(*tasks)
-        info = await client.call_tool("model_info")
+    tasks = [asyncio.create_task(caller(x)) for x in inputs]
+    await asyncio.sleep(ramp)
+    measuring = True
+    began, cpu, server = time.perf_counter(), time.process_time(), cpu_of(pid)
+    stop_at = began + duration
+    await asyncio.sleep(duration)
+    cpu, server = time.process_time() - cpu, cpu_of(pid) - server
+    await asyncio.gather(*tasks)
     latencies.sort()
-    stats = (info.structured_content or {}).get("stats", {})
     return {
         "calls_per_s": len(latencies) / duration,
         "p50_ms": latencies[len(latencies) // 2] * 1000,
         "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "client_cpu": cpu / duration,
+        "server_cpu": server / duration,
+        "server_ms_per_call": server * 1000 / max(len(latencies), 1),
         "calls": len(latencies),
-        "mean_rows": stats.get("mean_rows"),
-        "limit": stats.get("limit"),
     }
+
+
+async def measure(
+    model: str, servers: dict[str, tuple[str, int]], args: argparse.Namespace
+) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """Rounds per caller count and mode, alternating A/B, B/A... in each level."""
+    results: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for callers in args.callers:
+        results[callers] = {ON: [], OFF: []}
+        async with AsyncExitStack() as stack:
+            clients = {
+                mode: await stack.enter_async_context(
+                    Client.over_http(
+                        url, limits=Limits(max_in_flight=max(callers, 1)), timeout=120, retry=None
+                    )
+                )
+                for mode, (url, _) in servers.items()
+            }
+            for mode, client in clients.items():  # warm up: connections, the batcher learns
+                await drive(client, model, callers, args.warmup, 0.0, servers[mode][1])
+            for round_ in range(args.rounds):
+                order = (ON, OFF) if round_ % 2 == 0 else (OFF, ON)
+                for mode in order:
+                    client = clients[mode]
+                    before = await batcher_stats(client) if mode == ON else {}
+                    outcome = await drive(
+                        client, model, callers, args.duration, args.ramp, servers[mode][1]
+                    )
+                    if mode == ON:
+                        outcome["batcher"] = batcher_delta(before, await batcher_stats(client))
+                    results[callers][mode].append(outcome)
+                    print(f"{model} {callers:2} callers round {round_ + 1} {mode:12} {outcome}")
+    return results
+
+
+def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"rounds": results}
+    for mode, rounds in results.items():
+        summary[mode] = {
+            key: {
+                "median": statistics.median(r[key] for r in rounds),
+                "min": min(r[key] for r in rounds),
+                "max": max(r[key] for r in rounds),
+            }
+            for key in FIGURES
+        }
+    pairs = list(zip(results[ON], results[OFF], strict=True))
+    for name, key, inverse in (
+        ("throughput_ratio", "calls_per_s", False),
+        ("p99_ratio", "p99_ms", False),
+        ("cpu_ratio", "server_ms_per_call", True),
+    ):
+        ratios = [off[key] / on[key] if inverse else on[key] / off[key] for on, off in pairs]
+        summary[name] = {
+            "median": statistics.median(ratios),
+            "min": min(ratios),
+            "max": max(ratios),
+        }
+    batcher = [r["batcher"] for r in results[ON]]
+    sizes: dict[int, int] = {}
+    for b in batcher:
+        for size, count in b["batches"].items():
+            sizes[size] = sizes.get(size, 0) + count
+    summary["batcher"] = {
+        "batches": dict(sorted(sizes.items())),
+        "waits": sum(b["waits"] for b in batcher),
+        "alone": sum(b["alone"] for b in batcher),
+        "mean_queue_wait_ms": statistics.median(b["mean_queue_wait_ms"] for b in batcher),
+        "limit": batcher[-1]["limit"],
+    }
+    return summary
+
+
+def span(figure: dict[str, float], digits: int = 1) -> str:
+    return f"{figure['median']:.{digits}f} ({figure['min']:.{digits}f}-{figure['max']:.{digits}f})"
+
+
+def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
+    rounds = len(summary["rounds"][ON])
+    print(f"\n{model}, {callers} callers: medians of {rounds} rounds per mode (range)")
+    for mode in (ON, OFF):
+        s = summary[mode]
+        print(
+            f"  {mode:12} {span(s['calls_per_s'])} calls/s   p50 {span(s['p50_ms'])} ms"
+            f"   p99 {span(s['p99_ms'])} ms   CPU client {span(s['client_cpu'], 2)}"
+            f" server {span(s['server_cpu'], 2)} s/s, {span(s['server_ms_per_call'], 2)} ms/call"
+        )
+    b = summary["batcher"]
+    total = sum(b["batches"].values())
+    print(
+        f"  batcher: {total} batches by requests {b['batches']}, {b['waits']} held back to wait,"
+        f" {b['alone']} run alone, mean queue wait {b['mean_queue_wait_ms']:.2f} ms,"
+        f" limit {b['limit']}"
+    )
+    print(
+        f"  on / off, paired by round: {span(summary['throughput_ratio'], 2)}x throughput,"
+        f" {span(summary['p99_ratio'], 2)}x p99, {span(summary['cpu_ratio'], 2)}x fewer server"
+        " CPU ms per call\n",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=6.0)
-    parser.add_argument("--warmup", type=float, default=4.0, help="seconds (the batcher learns)")
-    parser.add_argument("--callers", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--rounds", "--runs", type=int, default=6, help="per mode and caller count")
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds measured a round")
+    parser.add_argument("--ramp", type=float, default=0.3, help="seconds unmeasured a round")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds per level and mode")
+    parser.add_argument("--callers", type=int, nargs="+", default=[32, 8, 1])
     parser.add_argument("--models", nargs="+", choices=sorted(SHAPES), default=["cnn", "mlp"])
     parser.add_argument("--device", default="auto")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=max(1, (os.cpu_count() or 2) - 1),
+        help="torch intra-op threads per server (OMP_NUM_THREADS; 0: torch's default); the"
+        " default leaves the event loop a core, as docs/tensors.md advises",
+    )
     parser.add_argument("--extra", action="append", default=[], help="server flag, batching on")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    modes = {"batching": args.extra, "no batching": MODES["no batching"]}
     report: dict[str, Any] = {}
+    loads = [os.getloadavg()[0]]
     for model in args.models:
-        results: dict[int, dict[str, list[dict[str, Any]]]] = {
-            callers: {mode: [] for mode in modes} for callers in args.callers
-        }
-        for run in range(args.runs):
-            for mode, extra in modes.items():
-                # one server per run and mode, driven at each level in turn: the
-                # adaptive batcher keeps what it learned, so a lone caller after a crowd is
-                # measured too (it must still never wait)
-                with model_server(model, extra, args.device) as url:
-                    for callers in args.callers:
-                        outcome = asyncio.run(load(url, model, callers, args.duration, args.warmup))
-                        results[callers][mode].append(outcome)
-                        print(f"{model} {callers:2} callers run {run + 1} {mode:12} {outcome}")
+        with ExitStack() as stack:
+            servers = {
+                ON: stack.enter_context(model_server(model, args.extra, args.device, args.threads)),
+                OFF: stack.enter_context(
+                    model_server(model, ["--no-batching"], args.device, args.threads)
+                ),
+            }
+            results = asyncio.run(measure(model, servers, args))
+        loads.append(os.getloadavg()[0])
         for callers in args.callers:
             report[f"{model}/{callers}"] = summarise(results[callers])
             print_summary(model, callers, report[f"{model}/{callers}"])
-    print("\nmodel callers  on calls/s  off calls/s  ratio  p99 on/off  client CPU on/off")
+    print(
+        f"\nload average {' -> '.join(f'{x:.1f}' for x in loads)} ({os.cpu_count()} CPUs,"
+        f" torch threads per server: {args.threads or 'default'}); medians of paired rounds"
+        " (range)"
+    )
+    print(
+        "model callers  on calls/s  off calls/s  throughput on/off  goal      p99 on/off"
+        "           server CPU/call off/on"
+    )
     for key, s in report.items():
         model, callers = key.split("/")
-        on, off = s["batching"], s["no batching"]
+        goal = GOALS.get(int(callers))
+        met = (
+            ""
+            if goal is None
+            else f">={goal:<4} {'ok' if s['throughput_ratio']['median'] >= goal else 'NO'}"
+        )
+        p99 = s["p99_ratio"]["median"]
         print(
-            f"{model:5} {callers:>7}  {on['calls_per_s']:10.1f}  {off['calls_per_s']:11.1f}"
-            f"  {s['throughput_ratio']:5.2f}x  {s['p99_ratio']:9.2f}x"
-            f"  {on['client_cpu']:.2f} / {off['client_cpu']:.2f}"
+            f"{model:5} {callers:>7}  {s[ON]['calls_per_s']['median']:10.1f}"
+            f"  {s[OFF]['calls_per_s']['median']:11.1f}  {span(s['throughput_ratio'], 2):>17}"
+            f"  {met:8} {span(s['p99_ratio'], 2):>17} {'ok' if p99 <= 1.2 else 'NO'}"
+            f"  {span(s['cpu_ratio'], 2):>17}"
         )
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-
-
-def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    summary: dict[str, Any] = {"runs": results}
-    for mode, runs in results.items():
-        summary[mode] = {
-            key: statistics.median(r[key] for r in runs)
-            for key in ("calls_per_s", "p50_ms", "p99_ms", "client_cpu")
-        }
-    pairs = list(zip(results["batching"], results["no batching"], strict=True))
-    summary["throughput_ratio"] = statistics.median(
-        on["calls_per_s"] / off["calls_per_s"] for on, off in pairs
-    )
-    summary["p99_ratio"] = statistics.median(on["p99_ms"] / off["p99_ms"] for on, off in pairs)
-    return summary
-
-
-def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
-    print(f"\n{model}, {callers} callers (medians of {len(summary['runs']['batching'])} runs)")
-    for mode in MODES:
-        s = summary[mode]
-        print(
-            f"  {mode:12} {s['calls_per_s']:7.1f} calls/s   p50 {s['p50_ms']:7.1f} ms"
-            f"   p99 {s['p99_ms']:7.1f} ms   client CPU {s['client_cpu']:.2f}"
-        )
-    print(
-        f"  batching on / off: {summary['throughput_ratio']:.2f}x throughput,"
-        f" {summary['p99_ratio']:.2f}x p99 (paired medians)\n",
-        flush=True,
-    )
+        args.json.write_text(json.dumps(report, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -2,19 +2,27 @@
 
 One millimcp server process (benchmarks/servers/millimcp_tensors.py, uvicorn) and this client
 process; each call sends 1,000,000 float32 (4 MB) and gets the same tensor back (the
-``roundtrip`` tool). Cases, alternating round by round, all in the same run:
+``roundtrip`` tool). Cases, interleaved call by call (in an order that turns, so that a burst
+of load on a shared machine falls on every case alike), all in the same run:
 
 - ``shm``: ``Client.over_http(url, shared_memory="auto")``: the argument is copied once into
-  a segment the server maps; the result is copied once into a segment the client maps;
+  a segment the client keeps (pooled) and the server maps (kept mapped: no fresh page faults);
+  the result is copied once into a segment the client keeps for results and maps in place;
 - ``raw``: ``Client.over_http(url)`` (the default): raw bytes in the HTTP bodies
   (``dev.millimcp/tensor`` attachments);
 - ``http``: the floor of the socket path: a raw HTTP POST of the 4 MB to a framework-free
   ASGI app that answers the same bytes (aiohttp, no MCP);
 - ``bound``: what the shared-memory path should cost at most: a trivial ``tools/call``
-  (``ping``, same client) plus two 4 MB memcpys (numpy ``copyto`` into fresh buffers, as the
-  segments are fresh), each measured here, in the same rounds.
+  (``ping``, same client) plus two 4 MB memcpys (numpy ``copyto`` into a fresh buffer), each
+  measured here, in the same rounds.
 
-Reports the median of every case (ms) and the ratios shm / bound and raw / shm.
+Each round's figure is the median of its calls; reported: the median over rounds, the rounds'
+range, and the ratios shm / bound and raw / shm paired round by round. Beside the wall time,
+the CPU time each call costs, both processes together (this process's ``process_time`` and
+the server's threads' ``/proc/<pid>/task/*/schedstat``, read outside the timed span): on a
+machine whose cores other work shares, a wall time stretches with the load while the CPU
+time does not, so ``cpu shm / cpu bound`` is the figure that a loaded run still shows.
+The servers run this checkout's ``src`` (not whatever the environment's install points at).
 
     .venv/bin/python benchmarks/shared_memory.py --rounds 5 --calls 40
 """
@@ -23,11 +31,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,21 +50,42 @@ from millimcp.testing import serve_subprocess
 BENCH = Path(__file__).resolve().parent
 N = 1_000_000
 VECTOR = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+Times = dict[str, list[float]]
 
 
 @contextmanager
-def serve(module: str) -> Iterator[str]:
+def serve(module: str) -> Iterator[tuple[str, int]]:
+    """(base url, pid) of a uvicorn server of ``benchmarks/servers/<module>.py``."""
     command = [
         sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
         "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip
-    env = {"PYTHONPATH": str(BENCH / "servers")}
+    # this checkout's millimcp, not whatever the environment's install points at
+    env = {"PYTHONPATH": os.pathsep.join([str(BENCH.parent / "src"), str(BENCH / "servers")])}
     with serve_subprocess(command, env=env, stdout=None, timeout=120) as served:
-        yield served.url("")
+        yield served.url(""), served.pid
 
 
-async def measure(mcp_url: str, raw_url: str, rounds: int, calls: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = defaultdict(list)
+def cpu_of(pid: int) -> float:
+    """Seconds of CPU the threads of ``pid`` have run (the scheduler's own count, in ns)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stats:
+                total += int(stats.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended
+    return total / 1e9
+
+
+async def measure(
+    mcp: tuple[str, int], floor_server: tuple[str, int], rounds: int, calls: int
+) -> tuple[Times, Times]:
+    """Per case, each round's median wall time and median CPU time (seconds)."""
+    wall: Times = defaultdict(list)
+    cpu: Times = defaultdict(list)
+    (mcp_url, mcp_pid), (raw_url, raw_pid) = mcp, floor_server
+    mcp_url += "/mcp"
     async with (
         Client.over_http(mcp_url, shared_memory="auto", max_attachment_bytes=64 << 20) as shm,
         Client.over_http(mcp_url, max_attachment_bytes=64 << 20) as raw,
@@ -84,28 +114,73 @@ async def measure(mcp_url: str, raw_url: str, rounds: int, calls: int) -> dict[s
             await shm.call_tool("ping")
             return time.perf_counter() - started
 
-        def memcpy() -> float:
+        async def memcpy() -> float:
             target = np.empty_like(VECTOR)
             started = time.perf_counter()
             np.copyto(target, VECTOR)
             return time.perf_counter() - started
 
-        for _ in range(3):  # warm up: connections, imports, page tables
-            await via(shm), await via(raw), await floor(), await ping()
-        for _ in range(rounds):
-            for _ in range(calls):
-                times["shm"].append(await via(shm))
-            for _ in range(calls):
-                times["raw"].append(await via(raw))
-            for _ in range(calls):
-                times["http"].append(await floor())
-            for _ in range(calls):
-                times["ping"].append(await ping())
-                times["memcpy"].append(memcpy())
+        cases: dict[str, tuple[Callable[[], Awaitable[float]], int | None]] = {
+            "shm": (lambda: via(shm), mcp_pid),
+            "raw": (lambda: via(raw), mcp_pid),
+            "http": (floor, raw_pid),
+            "ping": (ping, mcp_pid),
+            "memcpy": (memcpy, None),
+        }
+
+        async def one(name: str) -> tuple[float, float]:
+            case, server = cases[name]
+            server_cpu = cpu_of(server) if server else 0.0
+            client_cpu = time.process_time()
+            elapsed = await case()
+            client_cpu = time.process_time() - client_cpu
+            return elapsed, client_cpu + (cpu_of(server) - server_cpu if server else 0.0)
+
+        for _ in range(3):  # warm up: connections, imports, page tables, pooled segments
+            for name in cases:
+                await one(name)
+        names = list(cases)
+        for round_ in range(rounds):
+            per_round: dict[str, list[tuple[float, float]]] = defaultdict(list)
+            for call in range(calls):
+                # interleaved, call by call, in an order that turns: a burst of load on the
+                # machine falls on every case alike
+                shift = (round_ * calls + call) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    per_round[name].append(await one(name))
+            for name, values in per_round.items():
+                wall[name].append(statistics.median(w for w, _ in values))
+                cpu[name].append(statistics.median(c for _, c in values))
         first = await shm.call_tool("roundtrip", {"x": VECTOR})
         assert first.tensors is not None
         np.testing.assert_array_equal(first.tensors["result"], VECTOR)
-    return times
+    return wall, cpu
+
+
+def report(title: str, times: Times) -> None:
+    """The cases' medians over rounds and the rounds' range (ms); the paired ratios."""
+    ms = {case: statistics.median(values) * 1e3 for case, values in times.items()}
+    bounds = [p + 2 * m for p, m in zip(times["ping"], times["memcpy"], strict=True)]
+    over = [s / b for s, b in zip(times["shm"], bounds, strict=True)]
+    faster = [r / s for r, s in zip(times["raw"], times["shm"], strict=True)]
+    labels = {
+        "shm": "shared memory (millimcp.Client, shared_memory='auto')",
+        "raw": "raw bytes over HTTP (millimcp.Client, default)",
+        "http": "raw HTTP POST, no MCP (aiohttp)",
+        "ping": "trivial tools/call",
+        "memcpy": "one 4 MB copy",
+    }
+    print(f"{title}: median over rounds, ms (the rounds' range)")
+    for case, label in labels.items():
+        low, high = min(times[case]) * 1e3, max(times[case]) * 1e3
+        print(f"  {case:7} {label:54} {ms[case]:7.3f}  ({low:.3f} - {high:.3f})")
+    bound = statistics.median(bounds) * 1e3
+    print(f"  {'bound':7} {'ping + 2 memcpy':54} {bound:7.3f}")
+    print(
+        f"  shm / bound {statistics.median(over):.2f}x ({min(over):.2f} - {max(over):.2f})"
+        f"   raw / shm {statistics.median(faster):.2f}x ({min(faster):.2f} - {max(faster):.2f})"
+        "   paired by round"
+    )
 
 
 def main() -> None:
@@ -115,18 +190,15 @@ def main() -> None:
     args = parser.parse_args()
     if not available():
         sys.exit("no /dev/shm on this host: nothing to measure")
-    with serve("millimcp_tensors") as mcp_url, serve("raw_tensors") as raw_url:
-        times = asyncio.run(measure(mcp_url + "/mcp", raw_url, args.rounds, args.calls))
-    ms = {case: statistics.median(values) * 1e3 for case, values in times.items()}
-    bound = ms["ping"] + 2 * ms["memcpy"]
-    print(f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, medians")
-    print(f"  shm     shared memory (millimcp.Client, shared_memory='auto')  {ms['shm']:7.3f} ms")
-    print(f"  raw     raw bytes over HTTP (millimcp.Client, default)        {ms['raw']:7.3f} ms")
-    print(f"  http    raw HTTP POST, no MCP (aiohttp)                       {ms['http']:7.3f} ms")
-    print(f"  ping    trivial tools/call                                    {ms['ping']:7.3f} ms")
-    print(f"  memcpy  one 4 MB copy                                         {ms['memcpy']:7.3f} ms")
-    print(f"  bound   ping + 2 memcpy                                       {bound:7.3f} ms")
-    print(f"  shm / bound {ms['shm'] / bound:.2f}x   raw / shm {ms['raw'] / ms['shm']:.2f}x")
+    load = os.getloadavg()[0]
+    with serve("millimcp_tensors") as mcp, serve("raw_tensors") as floor_server:
+        wall, cpu = asyncio.run(measure(mcp, floor_server, args.rounds, args.calls))
+    print(
+        f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, interleaved;"
+        f" load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs"
+    )
+    report("wall time per call", wall)
+    report("CPU time per call, client + server", cpu)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import mmap
+import resource
 import time
 from collections.abc import AsyncIterator
 
@@ -105,6 +106,15 @@ async def split(x: np.ndarray) -> dict[str, np.ndarray]:
 async def zeros(n: int) -> np.ndarray:
     """n float32 values i / n (n up to 10M)."""
     return np.arange(n, dtype=np.float32) / np.float32(max(n, 1))
+
+
+@server.tool()
+async def page_faults(x: np.ndarray) -> int:
+    """The page faults this thread takes reading every byte of x (a fresh mapping of 4 MB:
+    about 1,000; a mapping kept from an earlier call: none)."""
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    float(x.sum())
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
 
 
 @server.tool()

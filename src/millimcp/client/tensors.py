@@ -227,6 +227,8 @@ class ClientTensors:
         raw = self.declare and EXTENSION in extensions
         kind = tensor_type or self.tensor_type or found
         if raw and self._probe is not None and _offers_shared_memory(extensions):
+            if self._received:  # results let go since: the server refills the same segment
+                self._replies.reclaim(self._received)
             encoded, parts = _tensor()[1].encode_arguments(arguments, True)
             assert parts is not None
             return _into_segment(encoded, parts, kind, self._arguments)

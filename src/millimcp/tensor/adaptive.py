@@ -5,10 +5,10 @@ policy is tested with a fake cost model, deterministically.
 
 What it learns, per model (one policy per batcher):
 
-- **the cost of a batch of each size**: an exponentially weighted mean of the run time of the
-  batches it ran, by rows (:class:`CostModel`); sizes never run are estimated from the nearest
-  ones that were (linearly between two, flat above the largest: optimistic, so that growing is
-  tried);
+- **the cost of a batch of each size**: the least run time of the last batches of that size
+  (:class:`CostModel`: interference from other work only ever adds time, so one stalled batch
+  does not make a size look bad); sizes never run are estimated from the nearest ones that
+  were (linearly between two, flat above the largest: optimistic, so that growing is tried);
 - **the largest batch worth running** (:attr:`AdaptivePolicy.limit`): it starts at 1 row and
   grows a step (a quarter, at least one row) while demand exceeds it, once batches at the
   new size show that the step paid: their per-row cost is at least ``min_gain`` below the
@@ -33,28 +33,42 @@ waiting: the only request queued is its own, and no one else is out.
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 
 __all__ = ["AdaptivePolicy", "CostModel", "Wait"]
 
 
 class CostModel:
-    """Run time of a batch by its rows: a weighted mean per size, estimated between sizes."""
+    """Run time of a batch by its rows: the least of the recent runs per size, estimated
+    between sizes.
 
-    __slots__ = ("_count", "_mean", "alpha")
+    The least, not a mean: what else runs on the machine (other processes on the cores, a
+    descheduled inference thread) only ever adds to a batch's run time, never takes from it,
+    so the fastest of the last few runs of a size is its cost, and one slow run does not make
+    a size look bad (a mean let a single stalled batch stop the limit's growth for good). The
+    last ``window`` runs per size count: a model whose costs really change is followed within
+    that many batches."""
 
-    def __init__(self, alpha: float = 0.25) -> None:
-        self.alpha = alpha
-        self._mean: dict[int, float] = {}
+    __slots__ = ("_count", "_least", "_recent", "window")
+
+    def __init__(self, window: int = 8) -> None:
+        self.window = window
+        self._recent: dict[int, collections.deque[float]] = {}
+        self._least: dict[int, float] = {}
         self._count: dict[int, int] = {}
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{rows}: {self._mean[rows] * 1e3:.2f} ms" for rows in sorted(self._mean))
+        least = self._least
+        sizes = ", ".join(f"{rows}: {least[rows] * 1e3:.2f} ms" for rows in sorted(least))
         return f"<CostModel {sizes}>"
 
     def observe(self, rows: int, seconds: float) -> None:
-        mean = self._mean.get(rows)
-        self._mean[rows] = seconds if mean is None else mean + self.alpha * (seconds - mean)
+        recent = self._recent.get(rows)
+        if recent is None:
+            recent = self._recent[rows] = collections.deque(maxlen=self.window)
+        recent.append(seconds)
+        self._least[rows] = min(recent)
         self._count[rows] = self._count.get(rows, 0) + 1
 
     def count(self, rows: int) -> int:
@@ -62,12 +76,12 @@ class CostModel:
         return self._count.get(rows, 0)
 
     def measured(self) -> dict[int, float]:
-        """The mean run time (seconds) of each size measured, by rows."""
-        return dict(sorted(self._mean.items()))
+        """The estimated run time (seconds) of each size measured, by rows."""
+        return dict(sorted(self._least.items()))
 
     def cost(self, rows: int) -> float | None:
         """Estimated run time of a batch of ``rows``; None before any batch ran."""
-        mean = self._mean
+        mean = self._least
         if rows in mean:
             return mean[rows]
         if not mean:
@@ -85,7 +99,7 @@ class CostModel:
     def cautious(self, rows: int) -> float:
         """Like :meth:`cost`, but past the largest size measured as if per-row cost stayed
         what it is there (no gain from batching): for checks against a latency objective."""
-        mean = self._mean
+        mean = self._least
         if not mean:
             return 0.0
         top = max(mean)
@@ -138,8 +152,8 @@ class AdaptivePolicy:
         *,
         objective: float | None = None,
         min_gain: float = 0.03,
-        probe_every: int = 256,
-        samples: int = 2,
+        probe_every: int = 64,
+        samples: int = 3,
     ) -> None:
         self.max_rows = max_rows
         self.objective = objective

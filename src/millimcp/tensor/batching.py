@@ -125,6 +125,9 @@ class DynamicBatcher(Generic[T, R]):
         """Seconds the batches ran, summed over batches."""
         self.waits = 0
         """Batches the adaptive policy held back to wait for more callers."""
+        self.alone = 0
+        """Batches of one run at once in their caller's task (the model was free, nobody
+        queued, and waiting would not have paid)."""
 
     def __repr__(self) -> str:
         return (
@@ -183,6 +186,7 @@ class DynamicBatcher(Generic[T, R]):
     async def _alone(self, pending: _Pending[T, R]) -> R:
         """A batch of one, in the caller's task: the model is free and waiting would not pay."""
         self._running += 1
+        self.alone += 1
         started = time.monotonic()
         try:
             results = await self._run([pending.item])
@@ -251,6 +255,7 @@ class DynamicBatcher(Generic[T, R]):
             "mode": self.config.mode,
             "batches": dict(sorted(self.batches.items())),
             "waits": self.waits,
+            "alone": self.alone,
             "mean_rows": self.rows / runs if runs else 0.0,
             "mean_queue_wait_ms": 1e3 * self.queue_wait / self.requests if self.requests else 0.0,
             "per_row_ms": 1e3 * self.run_time / self.rows if self.rows else 0.0,

@@ -51,6 +51,7 @@ from millimcp.protocol.types import (
     ResourceLink,
 )
 from millimcp.tensor._imports import Kind, is_tensor, kind_of, tensor_kind
+from millimcp.tensor.shm_peers import PEERS
 from millimcp.tensor.wire import DEFAULT_LIMITS, DTYPES, MEDIA_TYPE, TensorLimits, pack, unpack
 
 __all__ = [
@@ -190,14 +191,12 @@ class RequestAttachment:
             segments = self._segments = {}
         tensors = segments.get(segment_name)
         if tensors is None:
-            limit = 8 + self.limits.max_header_bytes + self.limits.max_bytes
-            segment = _shm.Segment.attach(segment_name, size, max_bytes=limit)  # type: ignore[arg-type]
-            try:
-                document = segment.document(nbytes)
-                tensors = unpack(document, "torch" if kind == "torch" else "numpy", self.limits)
-                del document
-            finally:
-                segment.close()  # unmapped when the last tensor viewing it goes
+            limit = _shm.HEADER_BYTES + 8 + self.limits.max_header_bytes + self.limits.max_bytes
+            # kept mapped for the client's next call (its pooled segment): no fresh page faults
+            segment = PEERS.attach(segment_name, size, max_bytes=limit)
+            document = segment.document(nbytes)
+            tensors = unpack(document, "torch" if kind == "torch" else "numpy", self.limits)
+            del document
             segments[segment_name] = tensors
         value = tensors.get(name)
         if value is None:
@@ -359,14 +358,15 @@ def encode_result(
 
 
 def _reply_segment(peer: SharedPeer, nbytes: int) -> Any:
-    """One of the client's free result segments that fits ``nbytes``, marked filled."""
+    """One of the client's free result segments that fits ``nbytes``, marked filled (kept
+    mapped: the client refills the same few)."""
     if nbytes > peer.reply_bytes:
         return None
     for name in peer.replies:
         try:
             if _shm.owner_of(name) != peer.pid:
                 continue  # not the client's own: never written to
-            segment = _shm.Segment.attach(
+            segment = PEERS.attach(
                 name, _shm.HEADER_BYTES + peer.reply_bytes, max_bytes=_shm.HEADER_BYTES + (1 << 34)
             )
         except TensorFormatError:
@@ -374,7 +374,6 @@ def _reply_segment(peer: SharedPeer, nbytes: int) -> Any:
         if segment.view[0] == _shm.FREE:
             segment.view[0] = _shm.FILLED  # no await between the check and this: one writer
             return segment
-        segment.close()
     return None
 
 
@@ -382,17 +381,19 @@ def _shared_result(tensors: Mapping[str, Any], peer: SharedPeer) -> list[Content
     _shm.sweep_now_and_then()  # segments of clients that died before mapping theirs
     packed = pack(tensors)
     segment = _reply_segment(peer, packed.nbytes)
+    made = segment is None
     if segment is None:
         segment = _shm.Segment.create(_shm.HEADER_BYTES + packed.nbytes, owner=peer.pid)
         segment.view[0] = _shm.FILLED
     try:
         _shm.fill(segment, packed.parts)
     except BaseException:
-        if _shm.owner_of(segment.name) == peer.pid and segment.name not in peer.replies:
+        if made:
             segment.unlink()
         raise
     finally:
-        segment.close()  # the client frees a new one once it has it mapped
+        if made:
+            segment.close()  # the client frees a new one once it has it mapped
     entries = {e.name: e for e in packed.entries}
     return [
         ResourceLink(

@@ -46,8 +46,11 @@ __all__ = [
     "SCHEME",
     "Segment",
     "available",
+    "check_file",
+    "check_reference",
     "create_probe",
     "segment_name",
+    "stat_name",
     "sweep",
     "sweep_now_and_then",
     "verify_probe",
@@ -83,13 +86,23 @@ def owner_of(name: str) -> int:
 class Segment:
     """One mapped segment: :attr:`view` is its memory; :meth:`close` unmaps, frees if owned."""
 
-    __slots__ = ("_map", "name", "owned", "size", "view")
+    __slots__ = ("_map", "identity", "name", "owned", "size", "view")
 
-    def __init__(self, name: str, size: int, mapped: mmap.mmap, owned: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        mapped: mmap.mmap,
+        owned: bool,
+        identity: tuple[int, int] = (0, 0),
+    ) -> None:
         self.name = name
         self.size = size
         self.owned = owned
         """Whether this process frees the name (unlinks it) on close."""
+        self.identity = identity
+        """The file's (device, inode) when it was mapped: a name freed and made again is
+        another file (see :mod:`millimcp.tensor.shm_peers`)."""
         self._map = mapped
         self.view = memoryview(mapped)
 
@@ -111,12 +124,14 @@ class Segment:
         try:
             os.ftruncate(fd, size)
             mapped = mmap.mmap(fd, size)
+            info = os.fstat(fd)
         except BaseException:
             os.close(fd)
             _unlink(name)
             raise
         os.close(fd)  # the mapping keeps the memory
-        return cls(name, size, mapped, owned=owner in (None, os.getpid()))
+        owned = owner in (None, os.getpid())
+        return cls(name, size, mapped, owned, (info.st_dev, info.st_ino))
 
     @classmethod
     def attach(cls, name: str, size: int, *, max_bytes: int, claim: bool = False) -> Segment:
@@ -125,11 +140,7 @@ class Segment:
         ``claim``: this process is the named owner and frees the segment now that it is
         mapped (the peer is done with the name). Anything forged raises TensorFormatError.
         """
-        owner = owner_of(name)
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise TensorFormatError(f"shared-memory segment size must be a positive int: {size!r}")
-        if size > max_bytes:
-            raise TensorFormatError(f"shared-memory segment of {size} bytes: more than {max_bytes}")
+        owner = check_reference(name, size, max_bytes)
         if claim and owner != os.getpid():
             raise TensorFormatError(f"segment {name} is owned by process {owner}, not this one")
         try:
@@ -138,18 +149,11 @@ class Segment:
             raise TensorFormatError(f"cannot open shared-memory segment {name}: {exc}") from None
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
-                raise TensorFormatError(f"{name} is not a segment of this user")
-            if info.st_mode & 0o077:
-                raise TensorFormatError(f"{name} is open to other users")
-            if info.st_size != size:
-                raise TensorFormatError(
-                    f"segment {name} holds {info.st_size} bytes, the peer said {size}"
-                )
+            check_file(name, info, size)
             mapped = mmap.mmap(fd, size)
         finally:
             os.close(fd)
-        segment = cls(name, size, mapped, owned=claim)
+        segment = cls(name, size, mapped, claim, (info.st_dev, info.st_ino))
         if claim:
             segment.unlink()
         return segment
@@ -196,6 +200,33 @@ class Segment:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_reference(name: str, size: object, max_bytes: int) -> int:
+    """The owner's pid of the segment a peer named with ``size`` bytes, once the name and the
+    size (a positive int, at most ``max_bytes``) are checked; forged ones raise."""
+    owner = owner_of(name)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise TensorFormatError(f"shared-memory segment size must be a positive int: {size!r}")
+    if size > max_bytes:
+        raise TensorFormatError(f"shared-memory segment of {size} bytes: more than {max_bytes}")
+    return owner
+
+
+def check_file(name: str, info: os.stat_result, size: int) -> None:
+    """Refuse a segment file that is not a regular file of this user, is open to others, or
+    does not hold exactly the ``size`` bytes the peer said (no mapping past its end)."""
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        raise TensorFormatError(f"{name} is not a segment of this user")
+    if info.st_mode & 0o077:
+        raise TensorFormatError(f"{name} is open to other users")
+    if info.st_size != size:
+        raise TensorFormatError(f"segment {name} holds {info.st_size} bytes, the peer said {size}")
+
+
+def stat_name(name: str) -> os.stat_result:
+    """``lstat`` of a checked name relative to ``/dev/shm`` (no symlink followed)."""
+    return os.stat(name, dir_fd=_directory(), follow_symlinks=False)
 
 
 def sweep() -> list[str]:
@@ -252,26 +283,32 @@ def create_probe() -> tuple[Segment, str]:
     return segment, token.hex()
 
 
-_VERIFIED: Final[dict[tuple[str, str], bool]] = {}
+_VERIFIED: Final[dict[tuple[str, str], int | None]] = {}
 
 
 def verify_probe(name: object, token: object) -> int | None:
     """The pid of a same-host peer whose probe segment ``name`` holds ``token``, else None
-    (another host, a forged name, a wrong token). Results are remembered (1,024 at most)."""
-    if not isinstance(name, str) or not isinstance(token, str) or not available():
+    (another host, a forged name, a wrong token). Answers are remembered (1,024 at most):
+    a peer states its probe on every request, and a hit costs one dictionary look-up."""
+    if not isinstance(name, str) or not isinstance(token, str):
         return None
     key = (name, token)
-    known = _VERIFIED.get(key)
-    if known is None:
+    try:
+        return _VERIFIED[key]
+    except KeyError:
+        pass
+    pid: int | None = None
+    if available():
         try:
             with Segment.attach(name, PROBE_BYTES, max_bytes=PROBE_BYTES) as probe:
-                known = secrets.compare_digest(probe.view.hex(), token)
+                if secrets.compare_digest(probe.view.hex(), token):
+                    pid = owner_of(name)
         except TensorFormatError:
-            known = False
-        if len(_VERIFIED) >= 1024:
-            _VERIFIED.clear()
-        _VERIFIED[key] = known
-    return owner_of(name) if known else None
+            pass
+    if len(_VERIFIED) >= 1024:
+        _VERIFIED.clear()
+    _VERIFIED[key] = pid
+    return pid
 
 
 _last_sweep = [0.0]

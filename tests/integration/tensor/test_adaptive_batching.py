@@ -34,6 +34,7 @@ async def test_a_lone_caller_runs_alone_and_never_waits() -> None:
     assert stats["mode"] == "adaptive"
     assert stats["batches"] == {1: 20}
     assert stats["waits"] == 0
+    assert stats["alone"] == 20  # each ran at once in its caller's task: no queue, no hop
     assert stats["limit"] == 1  # never a full batch of more than one: no reason to grow
     assert list(stats["cost_ms"]) == [1]
 

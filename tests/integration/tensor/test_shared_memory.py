@@ -68,6 +68,34 @@ async def test_tensors_travel_both_ways_through_shared_memory(tensor_url: str) -
         assert not mapped(result.tensors["result"])
 
 
+async def test_segments_are_reused_call_after_call_with_no_fresh_page(tensor_url: str) -> None:
+    """The server keeps its mapping of the client's argument segment (reading it again takes
+    no page fault), and refills the result segment the client let go of before the call."""
+    x = np.ones(1 << 20, dtype=np.float32)  # 4 MB: 1,024 pages
+    async with Client.over_http(tensor_url, shared_memory="auto") as client:
+        first = await client.call_tool("page_faults", {"x": x})
+        again = await client.call_tool("page_faults", {"x": x})
+        assert first.structured_content is not None
+        assert again.structured_content is not None
+        assert again.structured_content["result"] < 16, (first.text, again.text)
+        maps = []
+        for _ in range(3):
+            result = await client.call_tool("identity", {"x": x})
+            assert result.tensors is not None
+            y = result.tensors["result"]
+            np.testing.assert_array_equal(y, x)
+            maps.append(base_map(y))
+            del y, result  # let go of: the next result comes in the same segment
+        assert maps[0] is maps[1] is maps[2]
+
+
+def base_map(array: np.ndarray) -> Any:
+    base: Any = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return getattr(base, "obj", None)
+
+
 def request(
     arguments: dict[str, Any], offer: dict[str, Any] | None, tool: str = "where"
 ) -> tuple[bytes, dict[str, str]]:
