@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import base64
 import json
+import os
 import statistics
 import sys
 import time
@@ -83,7 +84,7 @@ def serve(module: str) -> Iterator[str]:
         sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
         "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip
-    env = {"PYTHONPATH": str(BENCH / "servers")}
+    env = {"PYTHONPATH": f"{BENCH.parent / 'src'}{os.pathsep}{BENCH / 'servers'}"}
     with serve_subprocess(command, env=env, stdout=None, timeout=60) as served:
         yield served.url("")
 
