@@ -86,7 +86,14 @@ class Server:
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
-        changed = self._notifier.list_changed
+        self._on_registry_change: list[Callable[[], None]] = []
+        """Called after a tool, prompt or resource is added or removed (the auth gate)."""
+
+        def changed(kind: str) -> None:
+            self._notifier.list_changed(kind)
+            for forget in self._on_registry_change:
+                forget()
+
         self._tool_registry = Registry[ToolEntry]("tools", page_size, changed)
         self._prompt_registry = Registry[PromptEntry]("prompts", page_size, changed)
         self._resource_registry = Registry[ResourceEntry]("resources", page_size, changed)
@@ -416,13 +423,15 @@ class Server:
             from millimcp.observe.prometheus import MetricsApp
 
             app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
-        return AuthGate(
+        gate = AuthGate(
             app,
             self.auth,
             scopes_for=self._scopes_for,
             any_scopes=self._any_scopes,
             max_body_bytes=config.max_body_bytes,
         )
+        self._on_registry_change.append(gate.forget_scopes)
+        return gate
 
     def _scopes_for(self, method: str, name: str) -> Sequence[str]:
         """The ``scopes=`` of the tool, prompt or resource an operation names (the auth gate)."""

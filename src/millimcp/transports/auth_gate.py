@@ -64,6 +64,7 @@ _Known = tuple[Principal, float, bool]
 
 _MAX_SESSIONS: Final = 100_000
 _MEMO_SIZE: Final = 1024
+_NEEDED_SIZE: Final = 4096
 _MODERN: Final = frozenset(version.encode() for version in MODERN_VERSIONS)
 _SENTINEL: Final = "=?base64?"
 
@@ -109,6 +110,8 @@ class AuthGate:
         a different value is a different key (compared in full, not by a hash)."""
         self.scopes_for = scopes_for
         self.any_scopes = any_scopes
+        self._needed: dict[tuple[bytes, bytes | None], list[str]] = {}
+        """(``Mcp-Method``, ``Mcp-Name``) -> the scopes that operation needs (2026-07-28)."""
         self.max_body_bytes = max_body_bytes
         self.metadata_paths = frozenset(resource.metadata_paths())
         self._metadata_url = resource.metadata_url()
@@ -172,19 +175,28 @@ class AuthGate:
                 return  # answered: 401
         principal, _, allowed = known
         needed = self._required
+        method_header = headers.get(b"mcp-method")
+        session_id = headers.get(b"mcp-session-id")
         if self.scopes_for is not None and scope["method"] == "POST":
-            method_header = headers.get(b"mcp-method")
-            if method_header is not None and self._checked_against_body(headers):
-                extra = self._header_scopes(method_header, headers.get(b"mcp-name"))
+            if (
+                method_header is not None
+                and session_id is None
+                and headers.get(b"mcp-protocol-version") in _MODERN
+            ):
+                # 2026-07-28: the endpoint refuses a body that disagrees with these headers.
+                # (A handshake-era endpoint does not compare them: there the body decides.)
+                key = (method_header, headers.get(b"mcp-name"))
+                named = self._needed.get(key)
+                needed = named if named is not None else self._needed_for(key)
             else:
                 receive, extra = await self._peek_body(receive)
-            if extra:
-                needed = union_scopes(self._required, extra)
+                if extra:
+                    needed = union_scopes(self._required, extra)
+            if needed is not self._required:
                 allowed = principal.scopes.issuperset(needed)
         if not allowed:
             await self._challenge(send, 403, "insufficient_scope", format_scope(needed))
             return
-        session_id = headers.get(b"mcp-session-id")
         if session_id is not None:
             owner = self._owners.get(session_id.decode("latin-1"))
             if owner is not None and owner != principal.key:
@@ -193,10 +205,8 @@ class AuthGate:
                 return
             if scope["method"] == "DELETE":
                 self._owners.pop(session_id.decode("latin-1"), None)
-        else:
-            method_header = headers.get(b"mcp-method")
-            if method_header is None or method_header == b"initialize":
-                send = self._recording(send, principal)  # a response that may open a session
+        elif method_header is None or method_header == b"initialize":
+            send = self._recording(send, principal)  # a response that may open a session
         reset = CURRENT_PRINCIPAL.set(principal)
         try:
             await self.app(scope, receive, send)
@@ -229,11 +239,19 @@ class AuthGate:
                 del memo[next(iter(memo))]  # the oldest
         return known
 
-    def _checked_against_body(self, headers: dict[bytes, bytes]) -> bool:
-        """Whether the endpoint will refuse a body that disagrees with ``Mcp-Method`` and
-        ``Mcp-Name``: a 2026-07-28 request (that version in ``MCP-Protocol-Version``, no
-        session). Handshake-era requests are not checked against them: the body decides."""
-        return headers.get(b"mcp-protocol-version") in _MODERN and b"mcp-session-id" not in headers
+    def _needed_for(self, key: tuple[bytes, bytes | None]) -> list[str]:
+        """Every scope the operation named by (``Mcp-Method``, ``Mcp-Name``) needs,
+        remembered until the server's tools, prompts or resources change."""
+        extra = self._header_scopes(*key)
+        needed = union_scopes(self._required, extra) if extra else self._required
+        if len(self._needed) >= _NEEDED_SIZE:
+            self._needed.clear()  # made-up names: start again rather than grow
+        self._needed[key] = needed
+        return needed
+
+    def forget_scopes(self) -> None:
+        """The operations changed (a tool, prompt or resource added or removed)."""
+        self._needed.clear()
 
     def _header_scopes(self, method_header: bytes, name_header: bytes | None) -> Sequence[str]:
         """The scopes of the operation ``Mcp-Method``/``Mcp-Name`` name, read as the endpoint

@@ -142,6 +142,22 @@ async def test_resources_and_prompts_need_their_scopes(serve: Any) -> None:
         assert prompt.messages
 
 
+async def test_a_tool_registered_later_is_checked_too(serve: Any) -> None:
+    srv = server()
+    url = await serve(srv.asgi())
+    body, headers = modern_request("tools/call", {"name": "late", "arguments": {}})
+    unknown = await post(url, body, headers)
+    assert unknown.status_code == 400  # an unknown tool: the endpoint's error, past the gate
+
+    @srv.tool(scopes=["write"])
+    async def late() -> str:
+        return "late"
+
+    assert refused_scope(await post(url, body, headers)) == "read write"
+    srv.remove_tool("late")
+    assert (await post(url, body, headers)).status_code == 400
+
+
 async def test_the_header_forms_the_endpoint_accepts_name_the_same_operation(
     serve: Any,
 ) -> None:
