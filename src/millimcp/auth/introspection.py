@@ -4,21 +4,26 @@ POSTs ``token=...`` to the introspection endpoint, authenticated as the resource
 (``client_secret_basic``). An active token must be for ``audience`` (``aud``), when the
 answer names one, and not expired. Wrap it in the server's verified-token cache (the default)
 so that a token is introspected once per ``ProtectedResource.cache_ttl_s``, not per request.
+An endpoint that cannot be reached or does not answer 200 refuses the token (the request
+gets 401, not 500) and logs a warning naming the endpoint, never the token.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote, urlencode
 
 from millimcp.auth.fetch import Fetch, urllib_fetch
 from millimcp.auth.resource import Principal
 
 __all__ = ["IntrospectionVerifier"]
+
+log: Final = logging.getLogger("millimcp.auth")
 
 
 class IntrospectionVerifier:
@@ -49,8 +54,13 @@ class IntrospectionVerifier:
             "Authorization": self._authorization,
         }
         body = urlencode({"token": token, "token_type_hint": "access_token"}).encode()
-        status, data = await self._fetch(self.endpoint, body, headers)
+        try:
+            status, data = await self._fetch(self.endpoint, body, headers)
+        except (OSError, ValueError) as exc:  # unreachable, refused, timed out
+            log.warning("token introspection at %s failed: %r", self.endpoint, exc)
+            return None
         if status != 200:
+            log.warning("token introspection at %s answered HTTP %d", self.endpoint, status)
             return None
         try:
             answer: Any = json.loads(data)

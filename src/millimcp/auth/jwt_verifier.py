@@ -94,11 +94,15 @@ class JwtVerifier:
             if self._now() - self._fetched_at < self.refetch_interval_s:
                 return
             self._fetched_at = self._now()
-            uri = self.jwks_uri or await self._discover_jwks_uri()
-            if uri is None:
+            try:
+                uri = self.jwks_uri or await self._discover_jwks_uri()
+                if uri is None:
+                    return
+                self.jwks_uri = uri
+                status, body = await self._fetch(uri, None, {"Accept": "application/json"})
+            except (OSError, ValueError) as exc:  # unreachable: the keys held stay
+                log.warning("JWKS fetch for issuer %s failed: %r", self.issuer, exc)
                 return
-            self.jwks_uri = uri
-            status, body = await self._fetch(uri, None, {"Accept": "application/json"})
             if status != 200:
                 log.warning("JWKS fetch from %s: HTTP %d", uri, status)
                 return

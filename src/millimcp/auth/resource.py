@@ -103,7 +103,8 @@ class VerifiedTokens:
         self.verifier = verifier
         self.size = size
         self.ttl_s = ttl_s
-        self._now = now
+        self.now = now
+        """The clock entries expire by (epoch seconds)."""
         self._entries: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -112,13 +113,19 @@ class VerifiedTokens:
         return f"<VerifiedTokens {len(self._entries)}/{self.size} of {self.verifier!r}>"
 
     async def verify(self, token: str) -> Principal | None:
+        verified = await self.verify_until(token)
+        return None if verified is None else verified[0]
+
+    async def verify_until(self, token: str) -> tuple[Principal, float] | None:
+        """The token's principal and the epoch second its entry expires (a refused token:
+        None). A memo in front of this cache keeps an entry no longer than that."""
         key = hashlib.blake2b(token.encode(), digest_size=16).digest()
         entry = self._entries.get(key)
-        now = self._now()
+        now = self.now()
         if entry is not None:
             if entry[1] > now:
                 self.hits += 1
-                return entry[0]
+                return entry
             del self._entries[key]
         self.misses += 1
         principal = await self.verifier.verify(token)
@@ -131,7 +138,7 @@ class VerifiedTokens:
             self._entries[key] = (principal, until)
             if len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        return principal
+        return principal, until
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from millimcp.server.notify import Notifier
 from millimcp.server.offload import Pools
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.registry import Registry
-from millimcp.server.resources import ResourceEntry
+from millimcp.server.resources import ResourceEntry, resolve
 from millimcp.server.tasks import TaskMethods
 from millimcp.server.tools import ToolEntry
 from millimcp.session import Context, RequestHandler
@@ -324,17 +324,10 @@ class Methods:
 
     async def _read_resource(self, params: ReadResourceParams, ctx: Context) -> ReadResourceResult:
         uri = params.uri
-        entry = self.resources.entries.get(uri)
-        variables: dict[str, str] | None = {}
-        if entry is None:
-            for template in self.templates.entries.values():
-                assert template.template is not None
-                variables = template.template.match(uri)
-                if variables is not None:
-                    entry = template
-                    break
-        if entry is None or variables is None:
+        found = resolve(self.resources.entries, self.templates.entries, uri)
+        if found is None:
             raise InvalidParams(f"Resource not found: {uri}", {"uri": uri})
+        entry, variables = found
         ctx.lifespan = self.lifespan
         contents = await entry.read(uri, variables, ctx, self._pools)
         return ReadResourceResult(

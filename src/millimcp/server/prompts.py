@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -33,7 +33,7 @@ _BLOCKS = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResour
 class PromptEntry:
     """One prompt: its wire definition (arguments from the signature) and its function."""
 
-    __slots__ = ("definition", "fn", "invoke", "known", "name", "required")
+    __slots__ = ("definition", "fn", "invoke", "known", "name", "required", "scopes")
 
     def __init__(
         self,
@@ -45,9 +45,12 @@ class PromptEntry:
         argument_descriptions: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
+        self.scopes: tuple[str, ...] = tuple(scopes)
+        """OAuth scopes a token needs to get it (``Server(auth=...)``), besides the required."""
         context_param = context_parameter(fn)
         self.invoke = Invoker(fn, context_param=context_param)
         descriptions = argument_descriptions or {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -25,7 +25,7 @@ from millimcp.server.offload import Pools
 from millimcp.server.uri_template import UriTemplate
 from millimcp.session import Context
 
-__all__ = ["ResourceEntry", "to_contents"]
+__all__ = ["ResourceEntry", "resolve", "to_contents"]
 
 
 class ResourceEntry:
@@ -38,6 +38,7 @@ class ResourceEntry:
         "invoke",
         "mime_type",
         "parameters",
+        "scopes",
         "template",
         "ttl_ms",
         "uri",
@@ -56,9 +57,12 @@ class ResourceEntry:
         cache_scope: CacheScope = "private",
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> None:
         self.uri = uri
         self.fn = fn
+        self.scopes: tuple[str, ...] = tuple(scopes)
+        """OAuth scopes a token needs to read it (``Server(auth=...)``), besides the required."""
         self.mime_type = mime_type
         self.ttl_ms = ttl_ms
         self.cache_scope: CacheScope = cache_scope
@@ -106,6 +110,22 @@ class ResourceEntry:
         kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in self.parameters}
         value = await self.invoke(kwargs, ctx, pools)
         return to_contents(uri, value, self.mime_type)
+
+
+def resolve(
+    resources: Mapping[str, ResourceEntry], templates: Mapping[str, ResourceEntry], uri: str
+) -> tuple[ResourceEntry, dict[str, str]] | None:
+    """The entry that serves ``uri`` and its variables: the static resource, else the first
+    template (in registration order) that matches; None when nothing does."""
+    entry = resources.get(uri)
+    if entry is not None:
+        return entry, {}
+    for template in templates.values():
+        assert template.template is not None
+        variables = template.template.match(uri)
+        if variables is not None:
+            return template, variables
+    return None
 
 
 def to_contents(uri: str, value: Any, mime_type: str | None) -> list[ResourceContents]:

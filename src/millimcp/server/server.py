@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar, overload
 
 from millimcp.auth.resource import ProtectedResource
+from millimcp.auth.scopes import union_scopes
 from millimcp.cache import Cache, CacheStore
 from millimcp.protocol import RequestStateSealer
 from millimcp.protocol.types import (
@@ -37,7 +38,7 @@ from millimcp.server.offload import Pools
 from millimcp.server.options import ToolOptions
 from millimcp.server.prompts import PromptEntry
 from millimcp.server.registry import Registry
-from millimcp.server.resources import ResourceEntry
+from millimcp.server.resources import ResourceEntry, resolve
 from millimcp.server.tools import ToolEntry
 from millimcp.session import HttpEndpoint, Mrtr, RequestHandler, Router
 from millimcp.tasks import TaskManager, TaskMode
@@ -85,7 +86,14 @@ class Server:
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
-        changed = self._notifier.list_changed
+        self._on_registry_change: list[Callable[[], None]] = []
+        """Called after a tool, prompt or resource is added or removed (the auth gate)."""
+
+        def changed(kind: str) -> None:
+            self._notifier.list_changed(kind)
+            for forget in self._on_registry_change:
+                forget()
+
         self._tool_registry = Registry[ToolEntry]("tools", page_size, changed)
         self._prompt_registry = Registry[PromptEntry]("prompts", page_size, changed)
         self._resource_registry = Registry[ResourceEntry]("resources", page_size, changed)
@@ -218,12 +226,15 @@ class Server:
         cache_scope: CacheScope = "private",
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource, or a template when ``uri`` has ``{variables}``.
 
         Returning ``str`` gives text contents, ``bytes`` a base64 blob; a template's
         function takes its variables as parameters. Registering ``uri`` again replaces it.
-        ``meta`` is the definition's ``_meta``, ``icons`` its icons (wire dicts).
+        ``meta`` is the definition's ``_meta``, ``icons`` its icons (wire dicts). ``scopes``:
+        OAuth scopes a token needs to read (or subscribe to) it, besides
+        ``ProtectedResource.required_scopes`` (``Server(auth=...)``; else 403).
         """
 
         def register(fn: F) -> F:
@@ -238,6 +249,7 @@ class Server:
                 cache_scope=cache_scope,
                 meta=meta,
                 icons=icons,
+                scopes=scopes,
             )
             registry = (
                 self._resource_registry if entry.template is None else self._template_registry
@@ -268,6 +280,7 @@ class Server:
         argument_descriptions: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -279,10 +292,12 @@ class Server:
         argument_descriptions: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Any:
         """Register a prompt: ``@server.prompt``, ``server.prompt(fn)``,
         ``@server.prompt("name")`` or ``@server.prompt(name=..., ...)``; its parameters are
         its (string) arguments, a parameter annotated ``Context`` gets the request's context.
+        ``scopes``: OAuth scopes a token needs to get it (``Server(auth=...)``; else 403).
         """
 
         def register(fn: F) -> F:
@@ -294,6 +309,7 @@ class Server:
                 argument_descriptions=argument_descriptions,
                 meta=meta,
                 icons=icons,
+                scopes=scopes,
             )
             self._prompt_registry.add(entry.name, entry)
             return fn
@@ -407,15 +423,39 @@ class Server:
             from millimcp.observe.prometheus import MetricsApp
 
             app.routes[metrics_path] = MetricsApp(app, metrics_path).endpoint
-        return AuthGate(
-            app, self.auth, scopes_for=self._scopes_for, max_body_bytes=config.max_body_bytes
+        gate = AuthGate(
+            app,
+            self.auth,
+            scopes_for=self._scopes_for,
+            any_scopes=self._any_scopes,
+            max_body_bytes=config.max_body_bytes,
         )
+        self._on_registry_change.append(gate.forget_scopes)
+        return gate
 
     def _scopes_for(self, method: str, name: str) -> Sequence[str]:
-        if method != "tools/call":
+        """The ``scopes=`` of the tool, prompt or resource an operation names (the auth gate)."""
+        entry: ToolEntry | PromptEntry | ResourceEntry | None
+        if method == "tools/call":
+            entry = self._tool_registry.get(name)
+        elif method == "prompts/get":
+            entry = self._prompt_registry.get(name)
+        elif method in ("resources/read", "resources/subscribe"):
+            found = resolve(self._resource_registry.entries, self._template_registry.entries, name)
+            entry = None if found is None else found[0]
+        else:
             return ()
-        entry = self._tool_registry.get(name)
         return entry.scopes if entry is not None else ()
+
+    def _any_scopes(self) -> Sequence[str]:
+        """Every scope some operation declares (the gate's answer to a body it cannot read)."""
+        entries = [
+            *self._tool_registry,
+            *self._prompt_registry,
+            *self._resource_registry,
+            *self._template_registry,
+        ]
+        return union_scopes(*(entry.scopes for entry in entries))
 
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any

@@ -6,12 +6,17 @@ when auth is configured, so an unprotected server pays nothing. For each request
 1. the Protected Resource Metadata paths (``/.well-known/oauth-protected-resource<path>`` and
    the root form) answer GET and OPTIONS with CORS, no token needed;
 2. no bearer token: 401 ``WWW-Authenticate: Bearer resource_metadata="...", scope="..."``; a
-   token the verifier refuses (cached while valid): 401 with ``error="invalid_token"``;
-3. the scopes: ``required_scopes``, plus a tool's own ``scopes=`` for ``tools/call``. The
-   tool is named by ``Mcp-Method``/``Mcp-Name`` (2026-07-28: before the body is read; the
-   endpoint refuses a body that disagrees with them), else read from the body, which is then
-   handed on unchanged. Missing ones: 403 ``error="insufficient_scope"`` naming every scope
-   the operation needs;
+   token the verifier refuses: 401 with ``error="invalid_token"``. Verified tokens are cached
+   (:class:`~millimcp.auth.resource.VerifiedTokens`, by digest) and, in front of that, the
+   last ``Authorization`` values seen map to their principal until the cached entry expires:
+   a request with a known token costs a dict lookup and a clock read;
+3. the scopes: ``required_scopes``, plus the ``scopes=`` of the tool called, the resource
+   read or the prompt got. On 2026-07-28 the operation is named by ``Mcp-Method``/``Mcp-Name``
+   (before the body is read: the endpoint refuses a body that disagrees with them); otherwise
+   (the handshake era, whose endpoint does not compare them) it is read from the body, which
+   is then handed on unchanged, and a body the gate cannot read (compressed, framed, too
+   large) needs every scope any operation declares. Missing ones: 403
+   ``error="insufficient_scope"`` naming every scope the operation needs;
 4. a handshake session belongs to the principal that opened it: another gets 404;
 5. the principal is :data:`~millimcp.auth.resource.CURRENT_PRINCIPAL` while the endpoint
    serves the request (``ctx.principal``).
@@ -22,7 +27,10 @@ a token to forward.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
@@ -31,10 +39,17 @@ import msgspec
 
 from millimcp.auth.challenge import bearer_challenge
 from millimcp.auth.metadata import encode_document
-from millimcp.auth.resource import CURRENT_PRINCIPAL, Principal, ProtectedResource, VerifiedTokens
+from millimcp.auth.resource import (
+    CURRENT_PRINCIPAL,
+    Principal,
+    ProtectedResource,
+    TokenVerifier,
+    VerifiedTokens,
+)
 from millimcp.auth.scopes import format_scope, union_scopes
-from millimcp.errors import SessionNotFound
-from millimcp.protocol import encode_error
+from millimcp.errors import HeaderMismatch, SessionNotFound
+from millimcp.protocol import MODERN_VERSIONS, encode_error
+from millimcp.protocol.headers import decode_header_value
 
 __all__ = ["AuthGate"]
 
@@ -43,13 +58,20 @@ log: Final = logging.getLogger("millimcp.auth")
 Scope = dict[str, Any]
 App = Callable[[Any, Any, Any], Awaitable[None]]
 ScopesFor = Callable[[str, str], Sequence[str]]
-"""``scopes_for(method, name)``: the scopes an operation needs besides the required ones."""
+"""``scopes_for(method, name)``: the scopes an operation needs besides the required ones
+(``name``: the tool's or prompt's name, the resource's URI)."""
+_Known = tuple[Principal, float, bool]
 
 _MAX_SESSIONS: Final = 100_000
+_MEMO_SIZE: Final = 1024
+_NEEDED_SIZE: Final = 4096
+_MODERN: Final = frozenset(version.encode() for version in MODERN_VERSIONS)
+_SENTINEL: Final = "=?base64?"
 
 
 class _PeekParams(msgspec.Struct):
     name: str | None = None
+    uri: str | None = None
 
 
 class _Peek(msgspec.Struct):
@@ -69,16 +91,27 @@ class AuthGate:
         resource: ProtectedResource,
         *,
         scopes_for: ScopesFor | None = None,
+        any_scopes: Callable[[], Sequence[str]] | None = None,
         max_body_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         self.app = app
         self.resource = resource
-        self.verifier = (
+        self._cache = (
             VerifiedTokens(resource.verifier, size=resource.cache_size, ttl_s=resource.cache_ttl_s)
             if resource.cache_size > 0
-            else resource.verifier
+            else None
         )
+        self.verifier: TokenVerifier = self._cache or resource.verifier
+        self._now = self._cache.now if self._cache is not None else time.time
+        self._memo: dict[bytes, _Known] = {}
+        """``Authorization`` value -> (principal, until, has the required scopes): a hit
+        costs one dict lookup. Its entries expire with the digest cache's, so the promise
+        stays (a token is verified again after ``cache_ttl_s``, and never past its ``exp``);
+        a different value is a different key (compared in full, not by a hash)."""
         self.scopes_for = scopes_for
+        self.any_scopes = any_scopes
+        self._needed: dict[tuple[bytes, bytes | None], list[str]] = {}
+        """(``Mcp-Method``, ``Mcp-Name``) -> the scopes that operation needs (2026-07-28)."""
         self.max_body_bytes = max_body_bytes
         self.metadata_paths = frozenset(resource.metadata_paths())
         self._metadata_url = resource.metadata_url()
@@ -134,29 +167,36 @@ class AuthGate:
                 await self.app(scope, receive, send)  # other routes (metrics, 404): not MCP
                 return
         headers = dict(scope["headers"])
-        token = _bearer(headers.get(b"authorization"))
-        if token is None:
-            await self._challenge(send, 401, None, self._scope_hint)
-            return
-        principal = await self.verifier.verify(token)
-        if principal is None:
-            await self._challenge(send, 401, "invalid_token", self._scope_hint)
-            return
-        method_header = headers.get(b"mcp-method")
+        authorization = headers.get(b"authorization")
+        known = self._memo.get(authorization)  # type: ignore[arg-type]  # None: not there
+        if known is None or known[1] <= self._now():
+            known = await self._admit(authorization, send)
+            if known is None:
+                return  # answered: 401
+        principal, _, allowed = known
         needed = self._required
+        method_header = headers.get(b"mcp-method")
+        session_id = headers.get(b"mcp-session-id")
         if self.scopes_for is not None and scope["method"] == "POST":
-            if method_header is not None:
-                name = headers.get(b"mcp-name")
-                method = method_header.decode("latin-1")
-                extra = self.scopes_for(method, "" if name is None else name.decode("latin-1"))
+            if (
+                method_header is not None
+                and session_id is None
+                and headers.get(b"mcp-protocol-version") in _MODERN
+            ):
+                # 2026-07-28: the endpoint refuses a body that disagrees with these headers.
+                # (A handshake-era endpoint does not compare them: there the body decides.)
+                key = (method_header, headers.get(b"mcp-name"))
+                named = self._needed.get(key)
+                needed = named if named is not None else self._needed_for(key)
             else:
                 receive, extra = await self._peek_body(receive)
-            if extra:
-                needed = union_scopes(self._required, extra)
-        if needed and not principal.scopes.issuperset(needed):
+                if extra:
+                    needed = union_scopes(self._required, extra)
+            if needed is not self._required:
+                allowed = principal.scopes.issuperset(needed)
+        if not allowed:
             await self._challenge(send, 403, "insufficient_scope", format_scope(needed))
             return
-        session_id = headers.get(b"mcp-session-id")
         if session_id is not None:
             owner = self._owners.get(session_id.decode("latin-1"))
             if owner is not None and owner != principal.key:
@@ -172,6 +212,65 @@ class AuthGate:
             await self.app(scope, receive, send)
         finally:
             CURRENT_PRINCIPAL.reset(reset)
+
+    async def _admit(self, authorization: bytes | None, send: Any) -> _Known | None:
+        """The principal of an ``Authorization`` value the memo does not hold (verified, or
+        from the digest cache), remembered under that value until its cache entry expires;
+        None once a 401 has been sent."""
+        token = _bearer(authorization)
+        if token is None:
+            await self._challenge(send, 401, None, self._scope_hint)
+            return None
+        cache = self._cache
+        if cache is not None:
+            verified = await cache.verify_until(token)
+        else:
+            principal = await self.verifier.verify(token)
+            verified = None if principal is None else (principal, -math.inf)
+        if verified is None:
+            await self._challenge(send, 401, "invalid_token", self._scope_hint)
+            return None
+        principal, until = verified
+        known = (principal, until, principal.scopes.issuperset(self._required))
+        if cache is not None and authorization is not None and until > self._now():
+            memo = self._memo
+            memo[authorization] = known
+            if len(memo) > _MEMO_SIZE:
+                del memo[next(iter(memo))]  # the oldest
+        return known
+
+    def _needed_for(self, key: tuple[bytes, bytes | None]) -> list[str]:
+        """Every scope the operation named by (``Mcp-Method``, ``Mcp-Name``) needs,
+        remembered until the server's tools, prompts or resources change."""
+        extra = self._header_scopes(*key)
+        needed = union_scopes(self._required, extra) if extra else self._required
+        if len(self._needed) >= _NEEDED_SIZE:
+            self._needed.clear()  # made-up names: start again rather than grow
+        self._needed[key] = needed
+        return needed
+
+    def forget_scopes(self) -> None:
+        """The operations changed (a tool, prompt or resource added or removed)."""
+        self._needed.clear()
+
+    def _header_scopes(self, method_header: bytes, name_header: bytes | None) -> Sequence[str]:
+        """The scopes of the operation ``Mcp-Method``/``Mcp-Name`` name, read as the endpoint
+        compares them with the body: blanks stripped, and a name matches the body in its
+        ``=?base64?...?=`` form or decoded (then the operation is either: both count)."""
+        assert self.scopes_for is not None
+        method = method_header.decode("latin-1").strip(" \t")
+        if name_header is None:
+            return self.scopes_for(method, "")
+        name = name_header.decode("latin-1").strip(" \t")
+        extra = self.scopes_for(method, name)
+        if name.startswith(_SENTINEL):
+            try:
+                decoded = decode_header_value(name)
+            except HeaderMismatch:
+                return extra  # then only the literal form can match the body
+            if decoded != name:
+                extra = union_scopes(extra, self.scopes_for(method, decoded))
+        return extra
 
     async def _peek_body(self, receive: Any) -> tuple[Any, Sequence[str]]:
         """Read the body to learn the operation; a ``receive`` that hands it on unchanged."""
@@ -189,13 +288,23 @@ class AuthGate:
             more = message.get("more_body", False) and size <= self.max_body_bytes
         body = b"".join(chunks)
         extra: Sequence[str] = ()
-        if self.scopes_for is not None and size <= self.max_body_bytes:
-            try:
-                peek = _peek.decode(body)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                peek = None
-            if peek is not None and peek.method is not None:
-                name = peek.params.name if peek.params is not None else None
+        if self.scopes_for is not None:
+            peek = None
+            if size <= self.max_body_bytes:
+                with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+                    peek = _peek.decode(body)
+            if peek is None:
+                # Not a JSON request the gate can read (compressed, with an attachment, over
+                # the limit): the operation is unknown, so it may be any of them.
+                extra = self.any_scopes() if self.any_scopes is not None else ()
+            elif peek.method is not None:
+                params = peek.params
+                if params is None:
+                    name = None
+                elif peek.method.startswith("resources/"):
+                    name = params.uri
+                else:
+                    name = params.name
                 extra = self.scopes_for(peek.method, name or "")
         replayed = False
 

@@ -22,12 +22,14 @@ from millimcp import Client, Context, Server
 from millimcp.auth import (
     ClientCredentials,
     HeadlessRedirect,
+    IntrospectionVerifier,
     JwtVerifier,
     LoopbackBrowser,
     MemoryTokenStorage,
     OAuth,
     ProtectedResource,
 )
+from millimcp.testing import modern_request
 from millimcp.testing.processes import free_port, start_subprocess, stop_process
 
 pytestmark = pytest.mark.slow
@@ -339,3 +341,136 @@ async def test_millimcp_client_against_the_official_server(nanoidp: str, serve: 
     )
     async with Client.over_http(mcp_url, auth=auth) as client:
         assert (await client.call_tool("greet", {})).text == "hello from the official server"
+
+
+async def test_the_client_refreshes_before_the_token_expires(nanoidp: str, serve: Any) -> None:
+    """nanoidp's shortest token lifetime is a minute; here the server's clock runs that much
+    minus 3 s ahead, so a token expires for it 3 s after it was issued. The client renews
+    it with its refresh token ``refresh_margin_s`` before that, so no call meets a 401."""
+    import asyncio
+    import time
+
+    import httpx
+
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    ahead = 3600.0 - 3.0  # nanoidp's default lifetime: an hour
+    server = Server(
+        "orders",
+        auth=ProtectedResource(
+            resource=mcp_url,
+            authorization_servers=[nanoidp],
+            scopes_supported=["profile"],
+            verifier=JwtVerifier(
+                issuer=nanoidp, audience=mcp_url, leeway_s=0, now=lambda: time.time() + ahead
+            ),
+            cache_size=0,  # the cache's clock is the real one
+        ),
+    )
+
+    @server.tool
+    async def whoami(ctx: Context) -> str:
+        assert ctx.principal is not None
+        return str(ctx.principal.subject)
+
+    app = server.asgi()
+    statuses: list[int] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        async def record(message: Any) -> None:
+            if message["type"] == "http.response.start" and scope["path"] == "/mcp":
+                statuses.append(message["status"])
+            await send(message)
+
+        await app(scope, receive, record)
+
+    await serve(recording, port=port)
+    storage = MemoryTokenStorage()
+    auth = OAuth(
+        client_name="millimcp-refresh",
+        redirect=HeadlessRedirect("http://127.0.0.1:9/callback"),
+        authorize_params={"login_hint": "persona-auto-login:admin"},
+        storage=storage,
+        refresh_margin_s=3600.0 - 2.0,  # renew 2 s after issue, a second before it expires
+    )
+    async with Client.over_http(mcp_url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).text == "admin"
+        first = await storage.load(mcp_url)
+        assert first is not None
+        assert first.token is not None
+        assert first.token.refresh_token
+        old = first.token.access_token
+        assert statuses.count(401) == 1  # the first request, before any token
+        await asyncio.sleep(2.2)
+        assert (await client.call_tool("whoami", {})).text == "admin"
+        assert statuses.count(401) == 1  # renewed before the call: no refusal
+        renewed = await storage.load(mcp_url)
+        assert renewed is not None
+        assert renewed.token is not None
+        assert renewed.token.access_token != old
+        await asyncio.sleep(1.0)  # now the first token has expired for the server
+        body, headers = modern_request("tools/call", {"name": "whoami", "arguments": {}})
+        async with httpx.AsyncClient() as http:
+            stale = await http.post(
+                mcp_url, content=body, headers={**headers, "authorization": f"Bearer {old}"}
+            )
+        assert stale.status_code == 401
+
+
+async def test_introspection_at_nanoidp(nanoidp: str) -> None:
+    """IntrospectionVerifier against nanoidp's RFC 7662 endpoint, the resource server
+    authenticating as the pre-registered ``machine`` client."""
+    import httpx
+
+    mcp_url = "http://127.0.0.1:1/mcp"
+    async with httpx.AsyncClient() as http:
+        issued = await http.post(
+            nanoidp + "/token",
+            data={"grant_type": "client_credentials", "resource": mcp_url},
+            auth=("machine", "machine-secret"),
+        )
+    assert issued.status_code == 200, issued.text
+    token = issued.json()["access_token"]
+    endpoint = nanoidp + "/introspect"
+    check = IntrospectionVerifier(
+        endpoint, client_id="machine", client_secret="machine-secret", audience=mcp_url
+    )
+    principal = await check.verify(token)
+    assert principal is not None
+    assert principal.client_id == "machine"
+    assert principal.issuer == nanoidp
+    assert principal.expires_at is not None
+    assert await check.verify(token[:-4] + "AAAA") is None  # a broken signature: inactive
+    other = IntrospectionVerifier(
+        endpoint,
+        client_id="machine",
+        client_secret="machine-secret",
+        audience="http://127.0.0.1:2/mcp",
+    )
+    assert await other.verify(token) is None  # issued for another resource
+    wrong = IntrospectionVerifier(endpoint, client_id="machine", client_secret="nope")
+    assert await wrong.verify(token) is None  # nanoidp refuses the resource server
+
+
+def test_the_docs_example_runs_against_nanoidp(nanoidp: str) -> None:
+    """examples/auth_nanoidp.py, as docs/auth.md runs it: the server, then the client."""
+    example = Path(__file__).parents[3] / "examples" / "auth_nanoidp.py"
+    port = free_port()
+    server = start_subprocess(
+        [sys.executable, str(example), "server", "--issuer", nanoidp, "--port", str(port)],
+        port,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, str(example), "client", "--url", f"http://127.0.0.1:{port}/mcp"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        stop_process(server)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "admin"
