@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -58,15 +59,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from orders.agents import THINK_S
 from orders.auth import mint
 from orders.config import FLAGS, NAIVE, TUNED, OrdersConfig, data_dir, default_db_url
 from orders.tls import Certificates, client_context, ensure_certificates
 from orders.wan import DEFAULT_BANDWIDTH, DEFAULT_RTT, Wan, claims_rows, write_summary
 from orders.workload import (
+    CLIENT_CAP,
     CpuMeter,
     Measured,
     Phase,
     agent_client,
+    client_cap,
     hot_customers,
     load_workload,
     measure,
@@ -260,10 +264,15 @@ def server_args(
     return args
 
 
+def link_args(wan: Wan, target: int, port: int) -> list[str]:
+    """The link emulator's arguments: listening on ``port``, in front of ``target``."""
+    return wan.link_args(port, target)
+
+
 def without(flag: str) -> OrdersConfig:
     if flag == CONTROL:
         return TUNED
-    return dataclasses.replace(TUNED, **{flag: False})
+    return dataclasses.replace(TUNED, **{flag: False})  # type: ignore[arg-type]
 
 
 def recommender_requests(base: str) -> int | None:
@@ -434,8 +443,10 @@ def per_step_rows(naive: Measured, tuned: Measured) -> list[list[str]]:
     return rows
 
 
-def per_request_table(naive: Measured, tuned: Measured) -> str:
-    a, b = naive.per_request(), tuned.per_request()
+def per_request_table(naive: Measured, tuned: Measured, *, sent: bool = False) -> str:
+    """Per call: from the agent asking to the answer (queued behind the client's cap
+    included), or with ``sent`` from sending the call (past the cap) to its answer."""
+    a, b = naive.per_request(sent=sent), tuned.per_request(sent=sent)
 
     def cell(numbers: dict[str, float | None], key: str) -> str:
         value = numbers[key]
@@ -458,7 +469,17 @@ def per_request_table(naive: Measured, tuned: Measured) -> str:
     rows.append(
         ["calls (failed)", f"{calls[0]:,} ({failed[0]:,})", f"{calls[1]:,} ({failed[1]:,})", ""]
     )
-    return table(["per request", "naive (before)", "tuned (after)", "after vs before"], rows)
+    if not sent:
+        rows.append(
+            [
+                "of which queued behind the cap (mean)",
+                ms(naive.queued_ms()) if naive.asked_ms is not None else "no cap",
+                ms(tuned.queued_ms()) if tuned.asked_ms is not None else "no cap",
+                "",
+            ]
+        )
+    head = "per request, sent to answer" if sent else "per request, asked to answer"
+    return table([head, "naive (before)", "tuned (after)", "after vs before"], rows)
 
 
 # -- S6.2 -------------------------------------------------------------------------------------
@@ -719,6 +740,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="all",
         help=f"S6.3 steps to A/B: all (default), none, or some of {', '.join(FLAGS)}",
     )
+    parser.add_argument(
+        "--think",
+        default=f"{THINK_S:g}s",
+        metavar="DURATION",
+        help="the agents' mean pause after each iteration, an LLM turn (default %(default)s; "
+        "0s: a closed loop without pauses, which saturates the server)",
+    )
     parser.add_argument("--orders", type=int, default=1_000_000, help="orders to seed")
     parser.add_argument(
         "--hot-orders",
@@ -752,6 +780,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 1 <= args.concurrency <= 1000:
         parser.error("--concurrency takes 1 to 1000 agents")
+    from millimcp.errors import ConfigurationError
+    from millimcp.lab.link import parse_duration
+
+    try:
+        args.think_s = parse_duration(args.think)
+    except ConfigurationError as exc:
+        parser.error(f"--think: {exc}")
     if args.steps in ("all", ""):
         args.step_flags = list(FLAGS)
     elif args.steps == "none":
@@ -841,7 +876,7 @@ async def demo(args: argparse.Namespace) -> int:
             if wan is not None:
                 target = service.process.port
                 service.front = processes.start(
-                    f"link-{label}", [], lambda port, t=target, w=wan: w.link_args(port, t)
+                    f"link-{label}", [], functools.partial(link_args, wan, target)
                 )
             services[label] = service
 
@@ -901,20 +936,31 @@ async def demo(args: argparse.Namespace) -> int:
             + (f"; {sum(failed)} calls failed" if any(failed) else "")
         )
 
-        section(f"2. {concurrency} agents, closed loop: naive, then tuned")
+        pause = f"{args.think_s:g} s think time" if args.think_s else "no think time"
+        section(f"2. {concurrency} agents, closed loop ({pause}): naive, then tuned")
         asked: dict[str, int | None] = {}
         runs: dict[str, Measured] = {}
         for label, seconds in (("naive", plan.naive_s), ("tuned", plan.tuned_s)):
             before = await asyncio.to_thread(recommender_requests, recommender_url)
             runs[label] = await agents(
-                services[label], label, scenario, token, concurrency, plan.warmup_s, seconds
+                services[label],
+                label,
+                scenario,
+                token,
+                concurrency,
+                plan.warmup_s,
+                seconds,
+                args.think_s,
             )
             after = await asyncio.to_thread(recommender_requests, recommender_url)
             asked[label] = None if before is None or after is None else after - before
         naive, tuned = runs["naive"], runs["tuned"]
         ramp: dict[str, int | None] | None = None
         if plan.ramp:
-            ramp = {label: await ramp_up(services[label], scenario, token, plan) for label in runs}
+            ramp = {
+                label: await ramp_up(services[label], scenario, token, plan, args.think_s)
+                for label in runs
+            }
 
         section(f"3. one {PROFILE_TOOL} call, profiled (no other load)")
         arguments = {"customer_id": customers[0]}
@@ -933,14 +979,14 @@ async def demo(args: argparse.Namespace) -> int:
             progress(f"{label}: {ms(total / count / 1e6)} a call")
 
         steps: list[StepResult] = []
-        step_agents = min(concurrency, STEP_AGENTS)
+        step_agents = concurrency if args.think_s else min(concurrency, STEP_AGENTS)
         threshold = THRESHOLD_PCT
         if args.step_flags:
             section(
                 f"4. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
             )
             steps, threshold = await each_step(
-                services, args.step_flags, scenario, token, step_agents, plan
+                services, args.step_flags, scenario, token, step_agents, plan, args.think_s
             )
 
     # -- what it found ---------------------------------------------------------------------
@@ -957,9 +1003,15 @@ async def demo(args: argparse.Namespace) -> int:
     print(s64_table(naive, tuned, concurrency, ramp, asked))
     print(
         "\n  Latency: one agent iteration, end to end (get_order, get_recommendations, "
-        "3 x get_profile).\n  Closed loop: each agent starts its next iteration when the last "
-        "one ends, so latency is\n  agents / throughput once the server is saturated. "
-        f"Highest concurrency held: >= {concurrency} when at least\n  {HELD_PCT:g}% of the "
+        "3 x get_profile).\n  Closed loop: each agent starts its next iteration "
+        + (
+            f"after a think time (an LLM turn, {args.think_s:g} s on average)\n  once its last "
+            "one ended; the pause is not part of the latency. "
+            if args.think_s
+            else "when the last one ends, so latency is\n  agents / throughput once the server "
+            "is saturated. "
+        )
+        + f"Highest concurrency held: >= {concurrency} when at least\n  {HELD_PCT:g}% of the "
         "iterations succeeded at this concurrency (calls time out after 30 s; --full tries "
         "25\n  to 800 agents). Each step of the iteration:\n"
     )
@@ -968,10 +1020,16 @@ async def demo(args: argparse.Namespace) -> int:
 
     section(f"S6.4 per request: one tool call, {concurrency} agents")
     print(per_request_table(naive, tuned))
+    print()
+    print(per_request_table(naive, tuned, sent=True))
     print(
         "\n  Every call of the recorded iterations (get_order, get_recommendations and each "
         "get_profile\n  of the fan-out): the article's figures (mean 1,200 -> 245 ms, P99 4 s "
-        "-> 680 ms, success\n  96% -> 99.9%) are per request. Server CPU per call: per "
+        "-> 680 ms, success\n  96% -> 99.9%) are per request. 'asked to answer' is the "
+        "agent's view: from asking for\n  the call to its answer, the wait for a slot of the "
+        f"tuned client's cap ({CLIENT_CAP} calls in flight,\n  the article's Semaphore(30)) "
+        "included; 'sent to answer' starts when the call leaves for the\n  server (past the "
+        "cap). Naive has no cap: its two tables are the same. Server CPU per call: per\n  "
         "iteration over its five calls."
         + (
             f"\n  The link emulator's own CPU: {pct(LINK_CPU.get('naive'))} of a core in the "
@@ -1035,6 +1093,7 @@ async def demo(args: argparse.Namespace) -> int:
         naive=naive,
         tuned=tuned,
         steps=[s for s in steps if s.flag != CONTROL],
+        think_s=args.think_s,
     )
     section("files")
     print(f"  summary (compare runs with it): {shown(summary_path)}")
@@ -1053,6 +1112,7 @@ async def agents(
     concurrency: int,
     warmup_s: float,
     seconds: float,
+    think_s: float,
 ) -> Measured:
     progress(f"{label}: {warmup_s:g} s warm-up, then iterations starting for {seconds:g} s")
     meter = None if service.front is None else CpuMeter(service.front.pid)
@@ -1068,6 +1128,7 @@ async def agents(
         duration_s=seconds,
         server_pid=service.process.pid,
         ssl=service.ssl,
+        think_s=think_s,
     )
     link_after = meter.seconds() if meter else None
     if link_before is not None and link_after is not None:
@@ -1127,6 +1188,7 @@ async def each_step(
     token: str,
     concurrency: int,
     plan: Plan,
+    think_s: float,
 ) -> tuple[list[StepResult], float]:
     """One run, without a pause: tuned, tuned without the first step, tuned, tuned without
     the next, ..., tuned (the A/A control first: tuned "without nothing", a second tuned
@@ -1161,6 +1223,7 @@ async def each_step(
                 plan.step_settle_s,
                 plan.step_s / 2,
                 tuned.process.pid,
+                client_cap(TUNED, concurrency, scenario.width),
             )
 
         phases = [tuned_phase(0)]
@@ -1179,6 +1242,7 @@ async def each_step(
                     plan.step_settle_s,
                     plan.step_s,
                     service.process.pid,
+                    client_cap(config, concurrency, scenario.width),
                 )
             )
             phases.append(tuned_phase(number))
@@ -1187,7 +1251,9 @@ async def each_step(
             if phase.label.startswith("without-"):
                 progress(phase.label.replace("-", " ", 1))
 
-        measured = await run_phases(scenario, phases, concurrency=concurrency, on_open=opened)
+        measured = await run_phases(
+            scenario, phases, concurrency=concurrency, on_open=opened, think_s=think_s
+        )
     results = []
     threshold = THRESHOLD_PCT
     for number, flag in enumerate(order):
@@ -1202,7 +1268,9 @@ async def each_step(
     return results, threshold
 
 
-async def ramp_up(service: Service, scenario: Scenario, token: str, plan: Plan) -> int | None:
+async def ramp_up(
+    service: Service, scenario: Scenario, token: str, plan: Plan, think_s: float
+) -> int | None:
     """The highest concurrency of 25, 50, 100, ... 800 at which >= 99% of iterations
     succeed (calls time out after 30 s)."""
     level_held = None
@@ -1218,6 +1286,7 @@ async def ramp_up(service: Service, scenario: Scenario, token: str, plan: Plan) 
             duration_s=plan.step_s,
             server_pid=service.process.pid,
             ssl=service.ssl,
+            think_s=think_s,
         )
         progress(f"{service.label} at {level}: {measured.success_pct:.1f}% succeeded")
         if measured.success_pct < HELD_PCT:
