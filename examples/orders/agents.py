@@ -35,12 +35,14 @@ if TYPE_CHECKING:
 
 __all__ = ["THINK_S", "AgentSteps", "run_agents", "think_pause"]
 
-THINK_S = 3.0
-"""Mean think time (s) after each iteration, by default: one LLM turn and a bit (an agent's
-answer here takes its five tool calls in three rounds; a model's turn between answers takes
-seconds). At it, 200 agents make about 60 iterations (300 calls) a second: at the tuned
-service's ~1 ms of CPU a call, about a third of a core, the article's after-state (S6.4:
-35%)."""
+THINK_S = 8.0
+"""Mean think time (s) after each iteration, by default: what the article's own after-state
+implies. Its tuned client holds at most 30 calls in flight (``Semaphore(30)``) and its calls
+took 245 ms on average, so by Little's law its 200 agents made at most 30 / 0.245 s = 122
+calls a second: each agent at most one call every 1.6 s, an iteration of five calls every
+8.2 s or more, of which the calls themselves take a few hundred milliseconds. The rest is the
+model's turns: here three per answer (after the order, after the recommendations, after the
+profiles), about 2.7 s each, in the range of an LLM's turn."""
 THINK_CAP = 10.0
 """A pause is at most this many times the mean (TPC-C's cap)."""
 

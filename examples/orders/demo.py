@@ -1,11 +1,13 @@
 """``make demo``: the order-analysis service of SEEDS S6, naive vs tuned, measured here.
 
-    python examples/orders/demo.py [-c 200] [--quick | --full] [--steps all|none|a,b]
-        [--rtt 50ms] [--bandwidth 2mbit] [--loss 0] [--jitter 0ms] [--no-wan] [--no-tls]
+    python examples/orders/demo.py [-c 200] [--think 8s] [--quick | --full]
+        [--steps network|all|none|a,b] [--db URL] [--rtt 50ms] [--bandwidth 2mbit] [--loss 0]
+        [--jitter 0ms] [--no-wan] [--no-tls]
 
 What it does, every number measured on this machine:
 
-1. seeds the SQLite database on first run (1,000,000 orders; reused afterwards; ``.demo/``);
+1. seeds the SQLite database on first run (200,000 orders; reused afterwards; ``.demo/``), or
+   a server database given with ``--db`` (MariaDB, PostgreSQL);
 2. starts the recommendation service (400 ms a call) and the order service as real server
    processes on 127.0.0.1: ``naive`` (S6.1), ``tuned`` (S6.3) and, for the per-step A/B, one
    more per server-side step: tuned with that one step turned off; each serves HTTPS (a local
@@ -61,7 +63,15 @@ from typing import TYPE_CHECKING, Any
 
 from orders.agents import THINK_S
 from orders.auth import mint
-from orders.config import FLAGS, NAIVE, TUNED, OrdersConfig, data_dir, default_db_url
+from orders.config import (
+    DEFAULT_ORDERS,
+    FLAGS,
+    NAIVE,
+    TUNED,
+    OrdersConfig,
+    data_dir,
+    default_db_url,
+)
 from orders.tls import Certificates, client_context, ensure_certificates
 from orders.wan import DEFAULT_BANDWIDTH, DEFAULT_RTT, Wan, claims_rows, write_summary
 from orders.workload import (
@@ -83,10 +93,17 @@ if TYPE_CHECKING:
     from millimcp.lab.compare import Comparison
     from millimcp.lab.profile import Profile
     from millimcp.lab.scenario import Scenario
+    from orders.db import Seeded
 
 __all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parents[1]
+QUICK_THINK_S = 0.1
+"""``--quick``'s think time: its runs last a second or two."""
+NETWORK_STEPS = ("pooled_client", "trimmed", "compression")
+"""The steps A/B'd by default: keep-alive, trimming and compression, the article's two
+largest wins (connect 150 -> 15 ms, transfer 260 -> 30 ms, S6.3), which only a network shows
+(``--steps all`` for every step: several minutes more)."""
 CLIENT_FLAGS = ("pooled_client", "client_cap")
 """Steps the agents' client takes (the server ignores them)."""
 PROFILE_TOOL = "analyze_orders"
@@ -98,9 +115,10 @@ CONTROL = "nothing (A/A)"
 """The control row of the A/B: tuned against a second tuned process, the same way (the noise
 floor, the differences between two processes of one configuration included)."""
 STEP_AGENTS = 20
-"""At most this many agents in the A/B runs: enough to saturate the server (so a step's cost
-shows) and for the client cap (30 calls) to bind, with iterations short enough that most of a
-2 s run is recorded."""
+"""Without a think time (``--think 0s``), at most this many agents in the A/B runs: enough to
+saturate the server (so a step's cost shows) and for the client cap (30 calls) to bind, with
+iterations short enough that most of a 2 s run is recorded. With one, the A/B runs the agents
+of the naive and tuned runs."""
 MIN_SAMPLES = 5
 LINK_CPU: dict[str, float] = {}
 """The link emulator's CPU (% of one core) during each run of the agents, by label."""
@@ -126,7 +144,7 @@ class Plan:
 
 PLANS = {
     "quick": Plan(0.5, 1.5, 1.5, 0.2, 1.0, 5, 2),
-    "default": Plan(3.0, 5.0, 6.0, 0.4, 1.6, 30, 3),
+    "default": Plan(2.0, 5.0, 10.0, 0.5, 3.0, 20, 2),
     "full": Plan(8.0, 30.0, 30.0, 1.0, 10.0, 100, 10, ramp=True),
 }
 
@@ -737,17 +755,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--steps",
-        default="all",
-        help=f"S6.3 steps to A/B: all (default), none, or some of {', '.join(FLAGS)}",
+        default="network",
+        help="S6.3 steps to A/B: network (default: the steps the WAN is for, "
+        f"{', '.join(NETWORK_STEPS)}), all, none, or some of {', '.join(FLAGS)}",
     )
     parser.add_argument(
         "--think",
-        default=f"{THINK_S:g}s",
         metavar="DURATION",
-        help="the agents' mean pause after each iteration, an LLM turn (default %(default)s; "
-        "0s: a closed loop without pauses, which saturates the server)",
+        help=f"the agents' mean pause after each iteration, their LLM turns (default "
+        f"{THINK_S:g}s, with --quick {QUICK_THINK_S:g}s; 0s: a closed loop without pauses, "
+        "which saturates the server: latency is then agents / throughput)",
     )
-    parser.add_argument("--orders", type=int, default=1_000_000, help="orders to seed")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the order database, a SQLAlchemy URL (default: SQLite in the data folder); "
+        "e.g. mariadb://root@127.0.0.1:3306/test: naive ignores the covering index there, "
+        "tuned uses it, both at once",
+    )
+    parser.add_argument(
+        "--orders", type=int, default=DEFAULT_ORDERS, help="orders to seed (%(default)s)"
+    )
     parser.add_argument(
         "--hot-orders",
         type=int,
@@ -784,11 +812,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     from millimcp.lab.link import parse_duration
 
     try:
-        args.think_s = parse_duration(args.think)
+        args.think_s = (
+            parse_duration(args.think)
+            if args.think is not None
+            else QUICK_THINK_S
+            if args.quick
+            else THINK_S
+        )
     except ConfigurationError as exc:
         parser.error(f"--think: {exc}")
     if args.steps in ("all", ""):
         args.step_flags = list(FLAGS)
+    elif args.steps == "network":
+        args.step_flags = list(NETWORK_STEPS)
     elif args.steps == "none":
         args.step_flags = []
     else:
@@ -830,7 +866,7 @@ async def demo(args: argparse.Namespace) -> int:
     for path in (results, logs):
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
-    db_url = default_db_url()
+    db_url = args.db or default_db_url()
     concurrency = args.concurrency
     token = mint(os.environ.get("ORDERS_AUTH_SECRET") or NAIVE.auth_secret, "demo-agent")
 
@@ -855,8 +891,16 @@ async def demo(args: argparse.Namespace) -> int:
     )
     with fleet(logs) as processes:
         section("1. database and services")
-        # the services start while the database is seeded: each waits for the seeding lock,
-        # then finds the database ready (their imports overlap the seeding)
+        # SQLite: the services start while the database is seeded: each waits for the
+        # seeding lock, then finds the database ready (their imports overlap the seeding); a
+        # server database is seeded first (its seeding takes no lock across processes)
+
+        from sqlalchemy.engine import make_url
+
+        embedded = make_url(db_url).get_backend_name() == "sqlite"
+        where = shown(folder / "orders.db") if embedded else make_url(db_url).render_as_string()
+        progress(f"{args.orders:,} orders in {where} (seeded on first run, reused afterwards)")
+        seeding = None if embedded else await seed(db_url, args.orders)
         started = time.perf_counter()
         recommender = processes.start(
             "recommender", ["orders.recommender", "--latency-ms", f"{args.recommender_latency_ms}"]
@@ -880,14 +924,7 @@ async def demo(args: argparse.Namespace) -> int:
                 )
             services[label] = service
 
-        from orders.db import ensure_database
-
-        where = shown(folder / "orders.db")
-        progress(f"{args.orders:,} orders in {where} (seeded on first run, reused afterwards)")
-        plain = await asyncio.to_thread(ensure_database, db_url, orders=args.orders, covering=False)
-        covered = await asyncio.to_thread(
-            ensure_database, db_url, orders=args.orders, covering=True
-        )
+        plain, covered = seeding or await seed(db_url, args.orders)
         print(
             f"  {plain.orders:,} orders of {plain.customers:,} customers: "
             + (f"seeded in {plain.seconds:.1f} s" if plain.seeded_now else "reused")
@@ -986,7 +1023,14 @@ async def demo(args: argparse.Namespace) -> int:
                 f"4. each step alone, {step_agents} agents: tuned, tuned without a step, tuned, ..."
             )
             steps, threshold = await each_step(
-                services, args.step_flags, scenario, token, step_agents, plan, args.think_s
+                services,
+                args.step_flags,
+                scenario,
+                token,
+                step_agents,
+                plan,
+                args.think_s,
+                customers[0],
             )
 
     # -- what it found ---------------------------------------------------------------------
@@ -1104,6 +1148,15 @@ async def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+async def seed(db_url: str, orders: int) -> tuple[Seeded, Seeded]:
+    """The database without and with the covering index (each made unless already there)."""
+    from orders.db import ensure_database
+
+    plain = await asyncio.to_thread(ensure_database, db_url, orders=orders, covering=False)
+    covered = await asyncio.to_thread(ensure_database, db_url, orders=orders, covering=True)
+    return plain, covered
+
+
 async def agents(
     service: Service,
     label: str,
@@ -1114,6 +1167,7 @@ async def agents(
     seconds: float,
     think_s: float,
 ) -> Measured:
+    warmup_s = max(warmup_s, think_s)  # until the agents' staggered starts are a steady flow
     progress(f"{label}: {warmup_s:g} s warm-up, then iterations starting for {seconds:g} s")
     meter = None if service.front is None else CpuMeter(service.front.pid)
     link_before, wall_before = (meter.seconds() if meter else None), time.perf_counter()
@@ -1189,6 +1243,7 @@ async def each_step(
     concurrency: int,
     plan: Plan,
     think_s: float,
+    customer: int,
 ) -> tuple[list[StepResult], float]:
     """One run, without a pause: tuned, tuned without the first step, tuned, tuned without
     the next, ..., tuned (the A/A control first: tuned "without nothing", a second tuned
@@ -1210,7 +1265,17 @@ async def each_step(
                 width=scenario.width,
                 ssl=service.ssl,
             )
-            return await stack.enter_async_context(client)
+            entered = await stack.enter_async_context(client)
+            if config.pooled_client:  # its pool open and its TLS done before it is measured
+                # (with a think time, calls come too sparsely for a settling time to do it)
+                await asyncio.gather(
+                    *(
+                        entered.call_tool("get_profile", {"customer_id": customer})
+                        for _ in range(min(CLIENT_CAP, concurrency * scenario.width))
+                    ),
+                    return_exceptions=True,  # best effort: the phases count the failures
+                )
+            return entered
 
         base = await client_for(tuned, TUNED)
 
@@ -1220,7 +1285,8 @@ async def each_step(
                 tuned.url,
                 TUNED,
                 base,
-                plan.step_settle_s,
+                # the first: until the agents' staggered starts are a steady flow
+                max(plan.step_settle_s, think_s) if number == 0 else plan.step_settle_s,
                 plan.step_s / 2,
                 tuned.process.pid,
                 client_cap(TUNED, concurrency, scenario.width),

@@ -345,8 +345,8 @@ async def run_phases(
     unrecorded, until the last recorded one has ended, so every recorded iteration runs under
     the load being measured from start to end. A phase's window opens after its settling
     time, which starts once the previous phase's iterations have all ended (in the first
-    phase: the warm-up, and at least until every agent has ended its first iteration, as
-    they all start at once); the agents then move on to the next phase.
+    phase: the warm-up, and without a think time at least until every agent has ended its
+    first iteration, as they all start at once); the agents then move on to the next phase.
 
     Each outcome's timeline counts iterations by the second they started in (the
     throughput); its duration is the window's. The server's and this process's CPU time are
@@ -370,7 +370,7 @@ async def run_phases(
         )
         for phase in phases
     ]
-    schedule = _Phases(states, on_open, concurrency)
+    schedule = _Phases(states, on_open, concurrency, staggered=think_s > 0)
     opened = [_connections(phase.client) for phase in phases]
     started_at = now_iso()
     caps: dict[int, asyncio.Semaphore] = {}
@@ -451,12 +451,18 @@ class _Phases:
     the tickets, and when it is over the next phase opens."""
 
     def __init__(
-        self, states: list[_PhaseState], on_open: Callable[[Phase], None], concurrency: int
+        self,
+        states: list[_PhaseState],
+        on_open: Callable[[Phase], None],
+        concurrency: int,
+        staggered: bool = False,
     ) -> None:
         self.states = states
         self.by_window = {id(state.window): state for state in states}
         self.on_open = on_open
         self.concurrency = concurrency
+        self.staggered = staggered
+        """The agents start at different times (a think time): no burst to wait out."""
         self.first_rounds = 0
         """Agents that have ended their first iteration."""
         self.index = 0
@@ -481,13 +487,14 @@ class _Phases:
 
     def start_clock(self, state: _PhaseState, now: float) -> None:
         """Open the current phase's window once it may: the first phase's after its settling
-        time (its warm-up) and once every agent has ended its first iteration (they all start
-        at once: that burst is no steady state); a later phase's after the iterations of the
+        time (its warm-up) and, unless the agents' starts are staggered by a think time, once
+        every agent has ended its first iteration (they all start at once: that burst is no
+        steady state); a later phase's after the iterations of the
         phase before have all ended, then its settling time."""
         if state.window.opened:
             return
         if self.index == 0:
-            if self.first_rounds >= self.concurrency:
+            if self.staggered or self.first_rounds >= self.concurrency:
                 state.window.open(max(now, state.opened_at + state.phase.settle_s))
         elif self.states[self.index - 1].window.in_flight == 0:
             state.window.open(now + state.phase.settle_s)
