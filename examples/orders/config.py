@@ -76,8 +76,9 @@ class OrdersConfig:
     compression: bool = False
     """Responses of 1 KiB or more are compressed (zstd or gzip, as the client accepts)."""
     quiet_logging: bool = False
-    """INFO, one line per call, through a queue thread; else DEBUG with the full request
-    and response bodies, written synchronously to the log file."""
+    """INFO, one line per call, written in batches by a thread (``orders.quietlog``); else
+    DEBUG with the full request and response bodies, written synchronously to the log
+    file."""
     client_cap: bool = False
     """Client side: at most 30 calls in flight (``Semaphore(30)``, S6.3); else unbounded."""
 

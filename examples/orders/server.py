@@ -26,7 +26,8 @@ What each flag of ``orders.config.OrdersConfig`` changes here:
   pooled aiohttp session; millimcp's cache store in front, tagged ``customer:{id}``;
 - ``trimmed`` / ``fast_codec``: debug fields and long explanations or not; ``json`` or msgspec;
 - ``compression``: millimcp's response compression (zstd/gzip as the client accepts) or none;
-- ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO through a queue.
+- ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO lines that a thread
+  writes in batches (``orders.quietlog``).
 
 With none of ``async_db``, ``async_recs``, ``recs_cache`` on, the tools are plain ``def``
 functions that millimcp runs on its thread pool (40 threads, like FastAPI's), blocking it
@@ -375,21 +376,16 @@ class _Parts:
 def _log_setup(config: OrdersConfig) -> Callable[[], None]:
     path = Path(config.log_file or data_dir() / "logs" / f"orders-{os.getpid()}.log")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # synchronous: every record is formatted and written by the thread that logs it
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=64 << 20, backupCount=1)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     log.propagate = False
-    if config.quiet_logging:
-        from millimcp.observe.logs import install_queue_logging
+    if config.quiet_logging:  # INFO, written in batches by a thread (orders.quietlog)
+        from orders.quietlog import BatchedLogging
 
         log.setLevel(logging.INFO)
-        queued = install_queue_logging(log, [handler])
-
-        def stop_queued() -> None:
-            queued.stop()
-            handler.close()
-
-        return stop_queued
+        return BatchedLogging(log, path, formatter).stop
+    # synchronous: every record is formatted and written by the thread that logs it
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=64 << 20, backupCount=1)
+    handler.setFormatter(formatter)
     log.setLevel(logging.DEBUG)
     log.addHandler(handler)
 
