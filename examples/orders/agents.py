@@ -27,11 +27,11 @@ import time
 from typing import TYPE_CHECKING
 
 from millimcp.lab.scenario_format import IterationContext
-from millimcp.lab.scenario_runner import StepRunner
+from millimcp.lab.scenario_runner import StepRunner, Ticket
 
 if TYPE_CHECKING:
     from millimcp.lab.scenario_format import Call, Scenario
-    from millimcp.lab.scenario_runner import Schedule, Ticket
+    from millimcp.lab.scenario_runner import Schedule
 
 __all__ = ["THINK_S", "AgentSteps", "run_agents", "think_pause"]
 
@@ -90,31 +90,55 @@ async def run_agents(
     """``concurrency`` agents on ``schedule`` until each is refused a ticket, each pausing
     :func:`think_pause` after each iteration (and up to ``think_s`` before its first). Agent
     ``i`` draws its arguments from ``Random(f"{seed}:{i}")`` as the lab's agents do, its
-    pauses from a generator of their own. Returns the steps (their :attr:`AgentSteps.asked_ms`)."""
+    pauses from a generator of their own. Once one agent is refused a ticket, the schedule is
+    over: the agents still thinking, or in an iteration that is not recorded, are cancelled
+    rather than waited for (a pause may last ten means, a naive iteration its calls'
+    timeouts); those in a recorded iteration finish it. Returns the steps (their
+    :attr:`AgentSteps.asked_ms`)."""
     steps = AgentSteps(scenario, caps)
     seed = scenario.seed if seed is None else seed
-    async with asyncio.TaskGroup() as agents:
-        for index in range(concurrency):
-            agents.create_task(_agent(steps, schedule, index, seed, think_s))
+    over = asyncio.Event()
+    current: list[Ticket | None] = [None] * concurrency
+    async with asyncio.TaskGroup() as group:
+        tasks = [
+            group.create_task(_agent(steps, schedule, index, seed, think_s, over, current))
+            for index in range(concurrency)
+        ]
+        await over.wait()  # the schedule is over: what is left is not recorded
+        for task, ticket in zip(tasks, current, strict=True):
+            if ticket is None or ticket.outcome is None:
+                task.cancel()  # thinking (up to ten means), or in an unrecorded iteration
     return steps
 
 
 async def _agent(
-    steps: AgentSteps, schedule: Schedule, index: int, seed: int | None, think_s: float
+    steps: AgentSteps,
+    schedule: Schedule,
+    index: int,
+    seed: int | None,
+    think_s: float,
+    over: asyncio.Event,
+    current: list[Ticket | None],
 ) -> None:
     rng = random.Random(f"{seed}:{index}") if seed is not None else random.Random()
     pauses = random.Random(f"{seed}:think:{index}") if seed is not None else random.Random()
     variables = steps.scenario.vars
     iteration = 0
     pause = pauses.uniform(0.0, think_s) if think_s > 0 else 0.0
-    while True:
-        if pause:
-            await asyncio.sleep(pause)
-        ticket = schedule.claim(index, iteration, time.perf_counter())
-        if ticket is None:
-            return
-        context = IterationContext({}, {}, index, iteration, rng, variables)
-        kind = await steps.iterate(ticket, context)
-        schedule.ended(ticket, kind, time.perf_counter())
-        iteration += 1
-        pause = think_pause(pauses, think_s)
+    try:
+        while True:
+            if pause:
+                await asyncio.sleep(pause)
+            ticket = schedule.claim(index, iteration, time.perf_counter())
+            if ticket is None:
+                return
+            current[index] = ticket
+            context = IterationContext({}, {}, index, iteration, rng, variables)
+            kind = await steps.iterate(ticket, context)
+            current[index] = None
+            schedule.ended(ticket, kind, time.perf_counter())
+            iteration += 1
+            pause = think_pause(pauses, think_s)
+    finally:
+        current[index] = None
+        over.set()  # refused (the schedule's end) or stopped otherwise: the run is over

@@ -11,13 +11,16 @@ dicts as :class:`orders.queries.CoreQueries`) through the standard library's ``s
 SQL written out once (``sqlite3`` keeps each connection's prepared statements in its
 statement cache, so a query is parsed once per connection), rows turned into dicts by hand.
 
-Reads run on the event loop itself, on a connection of its own: with the covering index each
-is an index lookup of tens of microseconds, less than handing it to a thread and back costs
-(a second profile put a fifth of the service's CPU in ``ThreadPoolExecutor.submit``, the
-condition variable's notify and the worker's wake-up: the futex, the self-pipe write that
-wakes the loop, two context switches, for each query). Writes (``create_order``, which may
-wait for another process's write lock) go to one thread of their own. ``threads=N`` puts the
-reads on a pool of N threads instead, one connection each, as before.
+Reads run on a pool of two threads (``threads``), one connection each: SQLite reads do not
+need more here, and the event loop never waits on a query, nor on a page the query has to
+read from disk. ``threads=0`` runs them on the event loop itself instead: with the covering
+index each is an index lookup of tens of microseconds, less than the hand-off to a thread and
+back costs (a profile of the tuned service put a fifth of its samples in
+``ThreadPoolExecutor.submit``, the condition variable's notify and the worker's wake-up), but
+a read that misses the page cache then stalls every request; on this shared machine the two
+did not differ measurably in CPU per call, so the pool stays the default. Writes
+(``create_order``, which may wait for another process's write lock) go to one thread of their
+own either way.
 """
 
 from __future__ import annotations
@@ -108,10 +111,10 @@ def _rows(cursor: sqlite3.Cursor, names: Sequence[str]) -> list[dict[str, Any]]:
 
 
 class SqliteQueries(Queries):
-    """``sqlite3``: reads on the event loop (or on ``threads`` threads), writes on a thread
-    (see the module); one connection per thread."""
+    """``sqlite3``: reads on ``threads`` threads (0: on the event loop), writes on a thread
+    of their own (see the module); one connection per thread."""
 
-    def __init__(self, path: str, *, full: bool, threads: int = 0) -> None:
+    def __init__(self, path: str, *, full: bool, threads: int = 2) -> None:
         self.path = path
         self.full = full
         self._local = threading.local()

@@ -97,11 +97,37 @@ async def test_agents_without_a_cap_record_no_wait_and_stop_when_refused() -> No
         def ended(self, ticket: Ticket, kind: str | None, now: float) -> None:
             assert kind is None
 
-    steps = await run_agents(SCENARIO, Twice(), concurrency=2, think_s=0.001, caps={})
+    steps = await run_agents(SCENARIO, Twice(), concurrency=2, think_s=0.0, caps={})
     assert fake.entered == 2 * 2 * 3
     assert fake.most_inside >= 2  # no cap: a fan-out's calls go out together
     assert steps.asked_ms == {}
     assert len(outcome.steps["a"].samples_ms) == 4
+
+
+async def test_the_run_ends_with_the_schedule_not_with_the_longest_pause() -> None:
+    """One agent is refused: the others, thinking for long (or in an unrecorded iteration),
+    are stopped, not waited for."""
+    fake = HeldClient()
+    fake.go.set()
+    client = cast("Client", fake)
+    outcome = ScenarioOutcome.empty(SCENARIO, 200, 0.0)
+    claims: list[int] = []
+
+    class Once:
+        def claim(self, agent: int, iteration: int, now: float) -> Ticket | None:
+            claims.append(agent)
+            if len(claims) == 1:
+                return Ticket(client, outcome, now, agent, iteration)
+            return None
+
+        def ended(self, ticket: Ticket, kind: str | None, now: float) -> None:
+            assert kind is None
+
+    # the first pauses are drawn from 0 to 60 s: waiting for every agent to wake would take
+    # about a minute, stopping them when the second is refused a fraction of a second
+    async with asyncio.timeout(30):
+        await run_agents(SCENARIO, Once(), concurrency=200, think_s=60.0, caps={})
+    assert len(claims) < 200  # most agents never woke: they were stopped
 
 
 def test_batched_logging_writes_every_record_off_the_caller(tmp_path: Path) -> None:
