@@ -664,7 +664,10 @@ WAN_WHY = {
     "trimmed": "the tuned service compresses, so the untrimmed answer's extra {extra} cost "
     "only a few KB more on the wire ({naive_wire} compressed vs {tuned_wire})",
     "compression": "the trimmed answer is {tuned_json}, {tuned_wire} compressed: at "
-    "{bandwidth} the difference is {saved} a call, against {compress} of server CPU",
+    "{bandwidth} the difference is {saved} a call, against {compress} of server CPU; but the "
+    "link emulator's token bucket lets {burst} through at once after an idle spell "
+    "(docs/link.md), and with the agents' think time most connections have been idle, so "
+    "an uncompressed trimmed answer mostly crosses in one burst",
 }
 """Why a network step may not show over the emulated WAN (the mechanism; figures measured)."""
 
@@ -709,6 +712,7 @@ def facts_for(
     asked: dict[str, int | None],
     bandwidth_mbit: float = 0.0,
 ) -> dict[str, str]:
+    from millimcp.lab.link import LinkConfig
     from millimcp.lab.stages import summarize
 
     cold, _ = summarize(tuned.cold)
@@ -724,6 +728,7 @@ def facts_for(
         "naive_wire": kb(sizes["naive"][1]),
         "tuned_wire": kb(sizes["tuned"][1]),
         "bandwidth": f"{bandwidth_mbit:g} Mbit/s",
+        "burst": kb(LinkConfig().burst),
         "saved": ms(
             (sizes["tuned"][0] - sizes["tuned"][1]) * 8 / (bandwidth_mbit * 1e3)
             if bandwidth_mbit
