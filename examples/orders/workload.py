@@ -78,14 +78,18 @@ def agent_client(
     concurrency: int,
     width: int,
     ssl: Any = None,
+    cap_inside: bool = False,
 ) -> Client:
-    """The agents' client as ``config`` has it (``pooled_client``, ``client_cap``)."""
+    """The agents' client as ``config`` has it (``pooled_client``; ``client_cap`` is applied
+    in front of it, :func:`client_cap`, unless ``cap_inside``: then the client's own limit
+    holds it, for callers that drive the client with the lab's runner directly)."""
     from millimcp import Client
     from millimcp.resilience.policy import Limits, Timeout
 
     most = max(1, concurrency * width)  # every call the agents can have out at once
+    cap = client_cap(config, concurrency, width) if cap_inside else None
     limits = Limits(
-        max_in_flight=most,  # the cap, if any, is in front of the client (client_cap())
+        max_in_flight=cap or most,  # else the cap, if any, is in front (client_cap())
         max_queue=most,
         max_connections=POOL_CONNECTIONS if config.pooled_client else most,
     )
