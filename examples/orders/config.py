@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CLIENT_FLAGS",
     "FLAGS",
     "NAIVE",
     "PRESETS",
@@ -135,6 +136,8 @@ FLAGS: tuple[str, ...] = (
     "client_cap",
 )
 """The S6.3 steps, one switch each."""
+CLIENT_FLAGS: tuple[str, ...] = ("pooled_client", "client_cap")
+"""Steps the agents' client takes (the server ignores them)."""
 
 NAIVE = OrdersConfig()
 TUNED = OrdersConfig(**dict.fromkeys(FLAGS, True))
