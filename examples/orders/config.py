@@ -32,8 +32,8 @@ __all__ = [
 
 DEFAULT_ORDERS = 200_000
 """Orders seeded into the embedded database on first run: 2,000 customers of 100 orders each;
-seeded in 24-33 s on a loaded 2-core VM, so that ``make demo`` from a fresh clone stays within its
-4 minutes (1,000,000, a minute or more to seed, with ``--orders 1000000``). Without the
+seeded in 24-33 s on a loaded 2-core VM, so that ``make demo`` from a fresh clone stays within
+its 4 minutes (1,000,000, a minute or more to seed, with ``--orders 1000000``). Without the
 covering index each order lookup scans them all (naive's order query)."""
 
 
