@@ -70,7 +70,9 @@ async def measure(
     width = max(s.width for s in scenarios.values()) + 1
     medians: Series = {name: [] for name in scenarios}
     rates: Series = {name: [] for name in scenarios}
-    async with agent_client(url, config, token, concurrency=concurrency, width=width) as client:
+    async with agent_client(
+        url, config, token, concurrency=concurrency, width=width, cap_inside=True
+    ) as client:
         for scenario in scenarios.values():  # warm up: caches, pools, the JIT of SQLite plans
             await run_scenario(scenario, client, concurrency=concurrency, duration_s=2.0)
         for _ in range(rounds):

@@ -3,16 +3,20 @@
 The embedded default is SQLite in the data folder (``.demo/`` at the repository root); the same
 code runs on PostgreSQL (psycopg) and MariaDB/MySQL (PyMySQL, aiomysql) given their URL.
 
-Seeding is deterministic (a fixed ``random.Random(seed)``): about 1,000,000 orders with
-their lines for 10,000 customers on first run, in one transaction, in batches of executemany.
-A ``seed_info`` row records what was seeded; a database whose row matches is reused.
+Seeding is deterministic (a fixed ``random.Random(seed)``): 200,000 orders by default
+(1,000,000 by flag) with their lines, one customer per 100 orders, on first run, in one
+transaction, in batches of executemany. A ``seed_info`` row records what was seeded; a
+database whose row matches is reused.
 
 The covering index of S6.3 (``ix_orders_customer_cover``: customer, date, and the columns the
 queries read) exists only where a configuration asks for it. For SQLite that is a second file
-next to the first (``orders.covering.db``, a ``VACUUM INTO`` copy plus the index), so a
-configuration with the index and one without can run side by side on the same data. On a
-server database the index is created or dropped in place at start-up: run configurations that
-differ in ``covering_index`` one after another there.
+next to the first (``orders.covering.db``, a copy of the file plus the index), so a
+configuration with the index and one without can run side by side on the same data. On
+MySQL and MariaDB the index is created in place by the first configuration that asks for it
+and the others tell the server to ignore it (``IGNORE INDEX``), so they too run side by side
+(the demo's ``--db mariadb://...``). On PostgreSQL, which takes no such hint, the index is
+created or dropped in place at start-up: run configurations that differ in
+``covering_index`` one after another there.
 
 ``python -m orders.db seed [--db URL] [--orders N] [--covering]`` seeds ahead of time and
 prints how long it took; ``python -m orders.db explain`` prints the query plans.
@@ -52,6 +56,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.schema import CreateIndex
 
 __all__ = [
     "AS_OF",
@@ -65,6 +70,7 @@ __all__ = [
     "Seeded",
     "async_engine",
     "ensure_database",
+    "ignores_index",
     "sync_engine",
 ]
 
@@ -560,11 +566,30 @@ def _lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _has_covering(engine: Engine) -> bool:
+    return any(i["name"] == COVERING_INDEX for i in inspect(engine).get_indexes("orders"))
+
+
+def ignores_index(url: str, covering: bool) -> bool:
+    """Whether a configuration without the index (``covering`` False) must tell the server
+    to ignore it: on MySQL and MariaDB, where a configuration with it made it in place."""
+    if covering or _backend(make_url(url)) != "mysql":
+        return False
+    engine = sync_engine(url)
+    try:
+        return _has_covering(engine)
+    finally:
+        engine.dispose()
+
+
 def _set_index(engine: Engine, present: bool) -> None:
-    exists = any(i["name"] == COVERING_INDEX for i in inspect(engine).get_indexes("orders"))
+    """Create the covering index or drop it; on MySQL and MariaDB it is never dropped: a
+    configuration without it ignores it there (``OrmQueries(ignore_index=True)``), so both
+    can serve from one database at once."""
+    exists = _has_covering(engine)
     if present and not exists:
         covering.create(engine)
-    elif not present and exists:
+    elif not present and exists and engine.dialect.name != "mysql":
         covering.drop(engine)
 
 
@@ -651,20 +676,26 @@ def _seed_sqlite_file(path: Path, orders: int, seed: int) -> float:
 
 
 def _indexed_copy(path: Path, copy: Path) -> None:
+    """``copy``: ``path`` with the covering index. A copy of the file (sequential I/O; the
+    seeded file has no WAL pending: :func:`_to_wal` checkpointed it), then the index, built
+    with the journal off, and its statistics alone (the rest were gathered before the copy)."""
+    import shutil
+    import sqlite3
+
     temp = copy.with_suffix(".seeding")
     temp.unlink(missing_ok=True)
-    engine = sync_engine(f"sqlite:///{path}")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("VACUUM INTO ?", (str(temp),))
-    finally:
-        engine.dispose()
-    engine = create_engine(f"sqlite:///{temp}", poolclass=_single_pool())
-    try:
-        covering.create(engine)
-    finally:
-        engine.dispose()
-    _to_wal(temp)
+    with contextlib.closing(sqlite3.connect(path)) as source:
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        shutil.copyfile(path, temp)
+    with contextlib.closing(sqlite3.connect(temp)) as conn:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-262144")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute(str(CreateIndex(covering).compile(dialect=_sqlite_dialect())))
+        conn.execute(f"ANALYZE {COVERING_INDEX}")
+        conn.commit()
+        conn.execute("PRAGMA journal_mode=WAL")
     for leftover in (Path(f"{copy}-wal"), Path(f"{copy}-shm")):
         leftover.unlink(missing_ok=True)
     os.replace(temp, copy)
@@ -678,6 +709,12 @@ def _to_wal(path: Path) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("ANALYZE")
         conn.commit()
+
+
+def _sqlite_dialect() -> Any:
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.dialect()
 
 
 def _single_pool() -> Any:

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import Session, selectinload
 
-from orders.db import AS_OF, Customer, Order, OrderLine, Product, Profile
+from orders.db import AS_OF, COVERING_INDEX, Customer, Order, OrderLine, Product, Profile
 
 __all__ = ["CoreQueries", "Offload", "OrmQueries", "Queries", "since_for"]
 
@@ -125,6 +125,14 @@ def _orders_query(columns: Any, customer_id: int, since: datetime, status: str |
     return query.order_by(Order.created_at.desc(), Order.id.desc())
 
 
+def _hinted(query: Any, ignore_index: bool) -> Any:
+    """``query`` telling MySQL and MariaDB not to use the covering index, if so asked (other
+    databases render no hint)."""
+    if not ignore_index:
+        return query
+    return query.with_hint(Order, f"IGNORE INDEX ({COVERING_INDEX})", "mysql")
+
+
 def _categories_query(customer_id: int, since: datetime) -> Select[Any]:
     spend = func.sum(
         (OrderLine.unit_price_cents - OrderLine.discount_cents) * OrderLine.quantity
@@ -211,11 +219,16 @@ def _new_order(customer_id: int, subtotal: int, count: int, channel: str) -> dic
 
 
 class OrmQueries(Queries):
-    """The sync ORM on a thread: sessions, whole entities, identity map."""
+    """The sync ORM on a thread: sessions, whole entities, identity map.
 
-    def __init__(self, engine: Engine, offload: Offload) -> None:
+    ``ignore_index``: the customer/date queries tell MySQL and MariaDB not to use the covering
+    index (``IGNORE INDEX``), so that a configuration without it and one with it can share a
+    server database that has it (the demo runs them side by side)."""
+
+    def __init__(self, engine: Engine, offload: Offload, *, ignore_index: bool = False) -> None:
         self.engine = engine
         self.offload = offload
+        self.ignore_index = ignore_index
 
     def __repr__(self) -> str:
         return f"<OrmQueries {self.engine.url.render_as_string()}>"
@@ -258,6 +271,7 @@ class OrmQueries(Queries):
     ) -> list[dict[str, Any]]:
         with Session(self.engine) as session:
             query = _orders_query(Order, customer_id, since, status).limit(limit)
+            query = _hinted(query, self.ignore_index)
             return [_entity(o, ORDER_COLUMNS) for o in session.scalars(query)]
 
     async def categories(self, customer_id: int, since: datetime) -> list[dict[str, Any]]:
@@ -265,7 +279,8 @@ class OrmQueries(Queries):
 
     def _categories(self, customer_id: int, since: datetime) -> list[dict[str, Any]]:
         with Session(self.engine) as session:
-            return _category_rows(session.execute(_categories_query(customer_id, since)).all())
+            query = _hinted(_categories_query(customer_id, since), self.ignore_index)
+            return _category_rows(session.execute(query).all())
 
     async def profile(self, customer_id: int) -> dict[str, Any] | None:
         return await self.offload(self._profile, customer_id)
@@ -330,9 +345,11 @@ class OrmQueries(Queries):
 class CoreQueries(Queries):
     """Async SQLAlchemy Core: one pooled connection per query, only the needed columns."""
 
-    def __init__(self, engine: AsyncEngine, *, full: bool) -> None:
+    def __init__(self, engine: AsyncEngine, *, full: bool, ignore_index: bool = False) -> None:
         self.engine = engine
         self.full = full
+        self.ignore_index = ignore_index
+        """As :class:`OrmQueries`'s."""
         columns = ORDER_COLUMNS if full else SUMMARY_COLUMNS
         self._order_columns = tuple(Order.__table__.c[name] for name in columns)
 
@@ -377,12 +394,14 @@ class CoreQueries(Queries):
         self, customer_id: int, since: datetime, status: str | None, limit: int
     ) -> list[dict[str, Any]]:
         query = _orders_query(self._order_columns, customer_id, since, status).limit(limit)
+        query = _hinted(query, self.ignore_index)
         async with self.engine.connect() as conn:
             return [_row(r._mapping) for r in await conn.execute(query)]
 
     async def categories(self, customer_id: int, since: datetime) -> list[dict[str, Any]]:
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(_categories_query(customer_id, since))).all()
+            query = _hinted(_categories_query(customer_id, since), self.ignore_index)
+            rows = (await conn.execute(query)).all()
         return _category_rows(rows)
 
     async def profile(self, customer_id: int) -> dict[str, Any] | None:

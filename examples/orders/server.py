@@ -6,7 +6,7 @@ Run it from ``examples/`` (or with ``examples`` on ``PYTHONPATH``)::
     python -m orders.server --preset naive --port 8780 \\
         [--set trimmed=true --set compression=true ...]         # any S6.3 step on or off
         [--db sqlite:///path.db | postgresql://... | mysql://...]
-        [--recommender http://127.0.0.1:8790] [--orders 1000000] [--log-file PATH]
+        [--recommender http://127.0.0.1:8790] [--orders 200000] [--log-file PATH]
 
 It seeds the database first if needed (``orders.db``), then serves Streamable HTTP at
 ``http://127.0.0.1:PORT/mcp`` and prints one line saying so on stderr. Every call needs
@@ -26,7 +26,8 @@ What each flag of ``orders.config.OrdersConfig`` changes here:
   pooled aiohttp session; millimcp's cache store in front, tagged ``customer:{id}``;
 - ``trimmed`` / ``fast_codec``: debug fields and long explanations or not; ``json`` or msgspec;
 - ``compression``: millimcp's response compression (zstd/gzip as the client accepts) or none;
-- ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO through a queue.
+- ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO lines that a thread
+  writes in batches (``orders.quietlog``).
 
 With none of ``async_db``, ``async_recs``, ``recs_cache`` on, the tools are plain ``def``
 functions that millimcp runs on its thread pool (40 threads, like FastAPI's), blocking it
@@ -59,7 +60,7 @@ from millimcp.observe import trace_headers
 from millimcp.protocol.types import CallToolResult
 from orders.auth import WRITE, Verifier
 from orders.config import FLAGS, PRESETS, OrdersConfig, data_dir, with_settings
-from orders.db import HISTORY_DAYS, async_engine, ensure_database, sync_engine
+from orders.db import HISTORY_DAYS, async_engine, ensure_database, ignores_index, sync_engine
 from orders.queries import CoreQueries, Offload, OrmQueries, Queries, since_for
 from orders.sqlite_queries import SqliteQueries, sqlite_path
 
@@ -375,21 +376,16 @@ class _Parts:
 def _log_setup(config: OrdersConfig) -> Callable[[], None]:
     path = Path(config.log_file or data_dir() / "logs" / f"orders-{os.getpid()}.log")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # synchronous: every record is formatted and written by the thread that logs it
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=64 << 20, backupCount=1)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     log.propagate = False
-    if config.quiet_logging:
-        from millimcp.observe.logs import install_queue_logging
+    if config.quiet_logging:  # INFO, written in batches by a thread (orders.quietlog)
+        from orders.quietlog import BatchedLogging
 
         log.setLevel(logging.INFO)
-        queued = install_queue_logging(log, [handler])
-
-        def stop_queued() -> None:
-            queued.stop()
-            handler.close()
-
-        return stop_queued
+        return BatchedLogging(log, path, formatter).stop
+    # synchronous: every record is formatted and written by the thread that logs it
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=64 << 20, backupCount=1)
+    handler.setFormatter(formatter)
     log.setLevel(logging.DEBUG)
     log.addHandler(handler)
 
@@ -426,14 +422,19 @@ def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
             covering=config.covering_index,
         )
         offload = Offload(None if blocking else server.executor)
+        ignore = await asyncio.to_thread(ignores_index, seeded.url, config.covering_index)
         views.server_info["database"] = seeded.url
         path = sqlite_path(seeded.url) if config.async_db else None
         if path is not None:  # SQLite: sqlite3 on two threads (orders.sqlite_queries)
             parts.queries = SqliteQueries(path, full=not config.trimmed)
         elif config.async_db:
-            parts.queries = CoreQueries(async_engine(seeded.url), full=not config.trimmed)
+            parts.queries = CoreQueries(
+                async_engine(seeded.url),
+                full=not config.trimmed,
+                ignore_index=ignore,
+            )
         else:
-            parts.queries = OrmQueries(sync_engine(seeded.url), offload)
+            parts.queries = OrmQueries(sync_engine(seeded.url), offload, ignore_index=ignore)
         recommender: Recommender
         if config.async_recs:
             recommender = PooledRecommender(config.recommender_url, decode)
@@ -655,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8780)
     parser.add_argument("--db", help="SQLAlchemy URL (default: SQLite in .demo/)")
     parser.add_argument("--recommender", help="base URL of orders.recommender")
-    parser.add_argument("--orders", type=int, help="orders to seed (default 1,000,000)")
+    parser.add_argument("--orders", type=int, help="orders to seed (default 200,000)")
     parser.add_argument("--log-file", help="the service's log (default: .demo/logs/)")
     parser.add_argument("--auth-secret", help="HMAC secret of the bearer tokens")
     parser.add_argument(

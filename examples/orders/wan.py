@@ -130,9 +130,15 @@ def write_summary(
     naive: Measured,
     tuned: Measured,
     steps: Sequence[Any],
+    think_s: float = 0.0,
 ) -> dict[str, Any]:
     """``summary.json`` (the issue's schema): conditions, naive and tuned per request and per
-    iteration, and each step's P50/P95/P99 change (without the step vs tuned, in %)."""
+    iteration, and each step's P50/P95/P99 change (without the step vs tuned, in %).
+
+    Beyond the schema: ``conditions.think_s`` (the agents' mean pause between iterations),
+    and for naive and tuned ``per_request_sent`` (each call from sending it, past the client's
+    cap, to its answer; ``per_request`` is from the agent asking) and ``queued_mean_ms`` (the
+    mean wait for a slot of the cap; None: no cap)."""
     rtt, bandwidth = wan.numbers() if wan is not None else (0.0, 0.0)
     summary: dict[str, Any] = {
         "conditions": {
@@ -141,6 +147,7 @@ def write_summary(
             "bandwidth_mbit": bandwidth,
             "tls": tls,
             "link": link,
+            "think_s": think_s,
             "python": sys.version.split()[0],
         },
     }
@@ -148,6 +155,8 @@ def write_summary(
         summary[label] = {
             "per_request": _clean(measured.per_request()),
             "per_iteration": _clean(measured.per_iteration()),
+            "per_request_sent": _clean(measured.per_request(sent=True)),
+            "queued_mean_ms": _finite(measured.queued_ms()),
         }
     changes: dict[str, Any] = {}
     for result in steps:

@@ -5,7 +5,11 @@ service by the lab (:mod:`millimcp.lab.scenario`), with the client each configur
   ``Connection: close``, so neither side keeps it); on: one kept-alive pool of up to 50
   connections (S6.3: ``max_connections=50``).
 - ``client_cap`` off: nothing bounds the calls in flight (every agent's calls go out at
-  once); on: at most 30 (S6.3: ``Semaphore(30)``), the rest wait in the client's queue.
+  once); on: at most 30 (S6.3: ``Semaphore(30)``), the rest wait for a slot: a semaphore in
+  front of the client, as the article's agent code has it (:mod:`orders.agents`), so that the
+  time a call waited for a slot is known apart from its time from sending to its answer.
+
+The agents pause between iterations (``think_s``, :mod:`orders.agents`): LLM agents.
 
 The server's CPU time is read from ``/proc/<pid>/stat`` (user + system) around the recorded
 part of a run; :func:`measure` returns it as a percentage of one core.
@@ -38,6 +42,7 @@ __all__ = [
     "Measured",
     "Phase",
     "agent_client",
+    "client_cap",
     "hot_customers",
     "load_workload",
     "measure",
@@ -73,17 +78,20 @@ def agent_client(
     concurrency: int,
     width: int,
     ssl: Any = None,
+    cap_inside: bool = False,
 ) -> Client:
-    """The agents' client as ``config`` has it (``pooled_client``, ``client_cap``)."""
+    """The agents' client as ``config`` has it (``pooled_client``; ``client_cap`` is applied
+    in front of it, :func:`client_cap`, unless ``cap_inside``: then the client's own limit
+    holds it, for callers that drive the client with the lab's runner directly)."""
     from millimcp import Client
     from millimcp.resilience.policy import Limits, Timeout
 
     most = max(1, concurrency * width)  # every call the agents can have out at once
-    cap = min(CLIENT_CAP, most) if config.client_cap else most
+    cap = client_cap(config, concurrency, width) if cap_inside else None
     limits = Limits(
-        max_in_flight=cap,
+        max_in_flight=cap or most,  # else the cap, if any, is in front (client_cap())
         max_queue=most,
-        max_connections=max(cap, POOL_CONNECTIONS) if config.pooled_client else cap,
+        max_connections=POOL_CONNECTIONS if config.pooled_client else most,
     )
     headers = {"Authorization": f"Bearer {token}"}
     if not config.pooled_client:
@@ -97,6 +105,13 @@ def agent_client(
         client_info=("orders-demo-agent", "1.0"),
         ssl=ssl,
     )
+
+
+def client_cap(config: OrdersConfig, concurrency: int, width: int) -> int | None:
+    """The calls in flight the agents allow themselves (``Semaphore(30)``); None: no cap."""
+    if not config.client_cap:
+        return None
+    return min(CLIENT_CAP, max(1, concurrency * width))
 
 
 class CpuMeter:
@@ -186,6 +201,9 @@ class Measured:
     """This process's (the agents') CPU time over the same span."""
     connections_opened: int = 0
     connections_reused: int = 0
+    asked_ms: dict[str, list[float]] | None = None
+    """Per call name, each successful call's time from the agent asking to its answer (queued
+    behind the client's cap included); None: no cap, the same as the samples."""
 
     @property
     def server_cpu_pct(self) -> float | None:
@@ -208,24 +226,36 @@ class Measured:
     def iterations(self) -> int:
         return self.outcome.iterations
 
-    def request_samples(self) -> tuple[list[float], int]:
+    def request_samples(self, *, sent: bool = False) -> tuple[list[float], int]:
         """Every tool call's latency (ms, successful calls) and the calls that failed: the
-        per-request view (a fan-out's calls one by one, not the fan-out)."""
+        per-request view (a fan-out's calls one by one, not the fan-out). The agent's view,
+        from asking to the answer; ``sent``: from sending (past the client's cap) instead."""
         samples: list[float] = []
         failed = 0
         for call in self.outcome.scenario.calls:
             series = self.outcome.steps.get(call.name)
             if series is not None:
-                samples += series.samples_ms
+                asked = None if sent or self.asked_ms is None else self.asked_ms.get(call.name)
+                samples += series.samples_ms if asked is None else asked
                 failed += sum(series.errors.values())
         return samples, failed
 
-    def per_request(self) -> dict[str, float | None]:
+    def queued_ms(self) -> float | None:
+        """Mean time (ms) a call waited behind the client's cap; None: no cap."""
+        if self.asked_ms is None:
+            return None
+        asked, _ = self.request_samples()
+        sent, _ = self.request_samples(sent=True)
+        if not asked or len(asked) != len(sent):
+            return None
+        return (sum(asked) - sum(sent)) / len(asked)
+
+    def per_request(self, *, sent: bool = False) -> dict[str, float | None]:
         """Mean, P95, P99 of one call, the calls' success rate (0 to 1) and the server's CPU
-        per call (ms)."""
+        per call (ms); from asking to the answer, or with ``sent`` from sending it."""
         from millimcp.lab.results import latency_summary
 
-        samples, failed = self.request_samples()
+        samples, failed = self.request_samples(sent=sent)
         summary = latency_summary(samples)
         total = len(samples) + failed
         per_iteration = self.server_cpu_per_iteration_ms
@@ -271,6 +301,8 @@ class Phase:
     window_s: float
     """Iterations starting within this long after the settling are recorded."""
     server_pid: int | None = None
+    cap: int | None = None
+    """Calls in flight the agents allow themselves through this client (:func:`client_cap`)."""
 
 
 async def measure(
@@ -285,15 +317,17 @@ async def measure(
     duration_s: float,
     server_pid: int | None,
     ssl: Any = None,
+    think_s: float = 0.0,
 ) -> Measured:
     """Run ``scenario`` with ``concurrency`` agents through the client ``config`` calls for,
     ``warmup_s`` unrecorded, then ``duration_s`` recorded (:func:`run_phases`)."""
     client = agent_client(
         url, config, token, concurrency=concurrency, width=scenario.width, ssl=ssl
     )
+    cap = client_cap(config, concurrency, scenario.width)
     async with client:
-        phase = Phase(label, url, config, client, warmup_s, duration_s, server_pid)
-        (measured,) = await run_phases(scenario, [phase], concurrency=concurrency)
+        phase = Phase(label, url, config, client, warmup_s, duration_s, server_pid, cap)
+        (measured,) = await run_phases(scenario, [phase], concurrency=concurrency, think_s=think_s)
     return measured
 
 
@@ -303,9 +337,11 @@ async def run_phases(
     *,
     concurrency: int,
     on_open: Callable[[Phase], None] = lambda phase: None,
+    think_s: float = 0.0,
 ) -> list[Measured]:
-    """``concurrency`` agents run ``scenario`` in a closed loop, through each phase's client
-    in turn, without a pause between phases: one :class:`Measured` per phase.
+    """``concurrency`` agents run ``scenario`` in a closed loop (pausing ``think_s`` on
+    average after each iteration, :mod:`orders.agents`), through each phase's client in turn,
+    without a pause between phases: one :class:`Measured` per phase.
 
     Each phase is a recording window of the lab's with a cooldown
     (:class:`millimcp.lab.scenario_runner.Window`, as ``run_scenario(..., cooldown=True)``):
@@ -313,8 +349,8 @@ async def run_phases(
     unrecorded, until the last recorded one has ended, so every recorded iteration runs under
     the load being measured from start to end. A phase's window opens after its settling
     time, which starts once the previous phase's iterations have all ended (in the first
-    phase: the warm-up, and at least until every agent has ended its first iteration, as
-    they all start at once); the agents then move on to the next phase.
+    phase: the warm-up, and without a think time at least until every agent has ended its
+    first iteration, as they all start at once); the agents then move on to the next phase.
 
     Each outcome's timeline counts iterations by the second they started in (the
     throughput); its duration is the window's. The server's and this process's CPU time are
@@ -322,7 +358,8 @@ async def run_phases(
     """
     from millimcp.lab.results import now_iso
     from millimcp.lab.scenario import to_run
-    from millimcp.lab.scenario_runner import ScenarioOutcome, Window, run_agents
+    from millimcp.lab.scenario_runner import ScenarioOutcome, Window
+    from orders.agents import run_agents
 
     states = [
         _PhaseState(
@@ -337,11 +374,17 @@ async def run_phases(
         )
         for phase in phases
     ]
-    schedule = _Phases(states, on_open, concurrency)
+    schedule = _Phases(states, on_open, concurrency, staggered=think_s > 0)
     opened = [_connections(phase.client) for phase in phases]
     started_at = now_iso()
+    caps: dict[int, asyncio.Semaphore] = {}
+    for phase in phases:  # one semaphore per client: the phases of one client share it
+        if phase.cap is not None:
+            caps.setdefault(id(phase.client), asyncio.Semaphore(phase.cap))
     schedule.open(0, time.perf_counter())
-    await run_agents(scenario, schedule, concurrency=concurrency)
+    steps = await run_agents(
+        scenario, schedule, concurrency=concurrency, think_s=think_s, caps=caps
+    )
     results = []
     for state, (opened_before, reused_before) in zip(states, opened, strict=True):
         phase, window = state.phase, state.window
@@ -375,6 +418,14 @@ async def run_phases(
                 client_cpu_s=client_cpu,
                 connections_opened=opened_after - opened_before,
                 connections_reused=reused_after - reused_before,
+                asked_ms=(
+                    None
+                    if id(client) not in caps
+                    else {
+                        name: steps.asked_ms.get(id(outcome), {}).get(name, [])
+                        for name in outcome.steps
+                    }
+                ),
             )
         )
     return results
@@ -404,12 +455,18 @@ class _Phases:
     the tickets, and when it is over the next phase opens."""
 
     def __init__(
-        self, states: list[_PhaseState], on_open: Callable[[Phase], None], concurrency: int
+        self,
+        states: list[_PhaseState],
+        on_open: Callable[[Phase], None],
+        concurrency: int,
+        staggered: bool = False,
     ) -> None:
         self.states = states
         self.by_window = {id(state.window): state for state in states}
         self.on_open = on_open
         self.concurrency = concurrency
+        self.staggered = staggered
+        """The agents start at different times (a think time): no burst to wait out."""
         self.first_rounds = 0
         """Agents that have ended their first iteration."""
         self.index = 0
@@ -434,13 +491,14 @@ class _Phases:
 
     def start_clock(self, state: _PhaseState, now: float) -> None:
         """Open the current phase's window once it may: the first phase's after its settling
-        time (its warm-up) and once every agent has ended its first iteration (they all start
-        at once: that burst is no steady state); a later phase's after the iterations of the
+        time (its warm-up) and, unless the agents' starts are staggered by a think time, once
+        every agent has ended its first iteration (they all start at once: that burst is no
+        steady state); a later phase's after the iterations of the
         phase before have all ended, then its settling time."""
         if state.window.opened:
             return
         if self.index == 0:
-            if self.first_rounds >= self.concurrency:
+            if self.staggered or self.first_rounds >= self.concurrency:
                 state.window.open(max(now, state.opened_at + state.phase.settle_s))
         elif self.states[self.index - 1].window.in_flight == 0:
             state.window.open(now + state.phase.settle_s)
@@ -485,8 +543,14 @@ def merge(parts: Sequence[Measured], label: str) -> Measured:
         steps={name: StepSeries() for name in first.outcome.steps},
     )
     offset = 0.0
+    asked: dict[str, list[float]] | None = None
+    if all(part.asked_ms is not None for part in parts):
+        asked = {name: [] for name in first.outcome.steps}
     for part in parts:
         outcome = part.outcome
+        if asked is not None and part.asked_ms is not None:
+            for name, samples in part.asked_ms.items():
+                asked.setdefault(name, []).extend(samples)
         merged.latencies_ms += outcome.latencies_ms
         merged.ended_s += [offset + t for t in outcome.ended_s]
         merged.started_s += [offset + t for t in outcome.started_s]
@@ -522,4 +586,5 @@ def merge(parts: Sequence[Measured], label: str) -> Measured:
         client_cpu_s=total([p.client_cpu_s for p in parts]),
         connections_opened=sum(p.connections_opened for p in parts),
         connections_reused=sum(p.connections_reused for p in parts),
+        asked_ms=asked,
     )

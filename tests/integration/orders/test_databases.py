@@ -3,7 +3,9 @@
 Each run seeds 20,000 orders into a schema (PostgreSQL) or database (MariaDB) of its own,
 made and dropped here, serves it naive then tuned (the covering index is dropped, then made,
 in place), and checks that the answers are the ones the SQLite service gives: the seed is
-the same, so the data is too.
+the same, so the data is too. On MariaDB, as the demo's ``--db mariadb://...`` runs them,
+naive and tuned share one database: the index tuned made stays, and naive's queries tell the
+server to ignore it (checked on the server's own EXPLAIN).
 """
 
 from __future__ import annotations
@@ -114,3 +116,52 @@ async def test_the_service_runs_on_a_server_database(
     listed = await call(tuned_url, "list_orders", {"customer_id": 5, "limit": 1}, token)
     assert listed["orders"][0] == created["order"]
     launch.stop(tuned_url)
+
+
+def _plans(url: str, ignore_index: bool) -> list[str]:
+    """What MariaDB's EXPLAIN says of the customer/date query each path sends, as sent."""
+    from datetime import datetime
+
+    from orders.db import sync_engine
+    from orders.queries import Offload, OrmQueries
+    from sqlalchemy import event
+
+    engine = sync_engine(url)
+    sent: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if "FROM orders" in statement:
+            sent.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        queries = OrmQueries(engine, Offload(None), ignore_index=ignore_index)
+        queries._orders(5, datetime(2025, 1, 1), None, 20)
+        with engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            cursor = raw.cursor()
+            plans = []
+            for statement, parameters in sent:
+                cursor.execute("EXPLAIN " + statement, parameters)
+                plans += [" ".join(str(cell) for cell in row) for row in cursor.fetchall()]
+            return plans
+    finally:
+        engine.dispose()
+
+
+def test_on_mariadb_naive_ignores_the_index_tuned_made(mariadb: str) -> None:
+    """The demo runs naive and tuned side by side on one MariaDB database: the index is made
+    in place by tuned and never dropped there; naive's queries tell the server to ignore it."""
+    from orders.db import ignores_index
+
+    ensure_database(mariadb, orders=SMALL, covering=True)
+    ensure_database(mariadb, orders=SMALL, covering=False)  # naive starting after tuned
+    assert _has_index(mariadb)
+    assert ignores_index(mariadb, covering=False)
+    assert not ignores_index(mariadb, covering=True)
+    naive, tuned = _plans(mariadb, ignore_index=True), _plans(mariadb, ignore_index=False)
+    assert naive
+    assert tuned
+    assert not any(COVERING_INDEX in plan for plan in naive), naive
+    assert any(COVERING_INDEX in plan for plan in tuned), tuned

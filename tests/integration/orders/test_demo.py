@@ -1,6 +1,7 @@
 """``make demo`` end to end, shortened: ``examples/orders/demo.py --quick`` on a small
 database in a temporary folder, a few agents, one step A/B'd; real processes throughout, over
-the lab's link emulator (the demo's default WAN, with TLS) as ``make demo`` runs it.
+the lab's link emulator (the demo's default WAN, with TLS) as ``make demo`` runs it, the
+agents pausing between iterations as ``--quick`` has them (0.1 s).
 
 The checks are on what the demo prints and writes: the S6.4 table with measured numbers in
 both columns, the S6.2 breakdown with the server's stages, the A/B rows, the run files and
@@ -143,6 +144,7 @@ def test_the_wan_and_the_summary(demo_run: tuple[str, Path]) -> None:
     assert conditions["bandwidth_mbit"] == 2.0
     assert conditions["tls"] is True
     assert conditions["link"].startswith("userspace")
+    assert conditions["think_s"] == 0.1  # --quick's think time
     for label in ("naive", "tuned"):
         for view in ("per_request", "per_iteration"):
             numbers = summary[label][view]
@@ -151,6 +153,14 @@ def test_the_wan_and_the_summary(demo_run: tuple[str, Path]) -> None:
             assert 0.0 <= numbers["success_rate"] <= 1.0
         # a call is shorter than an iteration of five of them
         assert summary[label]["per_request"]["mean_ms"] < summary[label]["per_iteration"]["mean_ms"]
+        sent = summary[label]["per_request_sent"]
+        assert set(sent) == set(summary[label]["per_request"])
+        # from sending is never longer than from asking (the wait for the cap's slot)
+        assert sent["mean_ms"] <= summary[label]["per_request"]["mean_ms"] + 1e-6
+    assert summary["naive"]["queued_mean_ms"] is None  # naive's client has no cap
+    assert summary["tuned"]["queued_mean_ms"] >= 0.0
+    assert "per request, sent to answer" in output
+    assert re.search(r"of which queued behind the cap \(mean\)\s+no cap\s+[\d.]+ (µs|ms)", output)
     step = summary["steps"]["compression"]
     assert set(step) == {"p50_change", "p95_change", "p99_change", "significant"}
     assert isinstance(step["significant"], bool)

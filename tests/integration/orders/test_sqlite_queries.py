@@ -1,10 +1,12 @@
-"""The tuned service's SQLite path (``orders.sqlite_queries``: sqlite3 on a small thread
-pool) asks the same questions as SQLAlchemy's async Core path and gets the same answers,
-trimmed and full, on the tests' seeded database (with the covering index)."""
+"""The tuned service's SQLite path (``orders.sqlite_queries``: sqlite3, reads on the event
+loop or on a small thread pool) asks the same questions as SQLAlchemy's async Core path and
+gets the same answers, trimmed and full, on the tests' seeded database (with the covering
+index)."""
 
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,12 +15,13 @@ from orders.queries import CoreQueries, since_for
 from orders.sqlite_queries import SqliteQueries, sqlite_path
 
 
+@pytest.mark.parametrize("threads", [0, 2])
 @pytest.mark.parametrize("full", [False, True])
-async def test_every_read_matches_the_core_path(orders_db: str, full: bool) -> None:
+async def test_every_read_matches_the_core_path(orders_db: str, full: bool, threads: int) -> None:
     url = covering_url(orders_db, True)
     path = sqlite_path(url)
     assert path is not None
-    fast = SqliteQueries(path, full=full)
+    fast = SqliteQueries(path, full=full, threads=threads)
     core = CoreQueries(async_engine(url), full=full)
     try:
         since = since_for(365)
@@ -40,6 +43,10 @@ async def test_every_read_matches_the_core_path(orders_db: str, full: bool) -> N
         assert await fast.profile(10**9) is None
         assert await fast.products([3, 1, 3, 2]) == await core.products([3, 1, 2])
         assert await fast.products([]) == {}
+        # inline: the reads ran on this thread's connection, no other opened
+        readers = {thread for thread in threading.enumerate() if thread.name.startswith("sqlite_")}
+        assert (not readers) if threads == 0 else len(readers) <= threads
+        assert len(fast._connections) == (1 if threads == 0 else len(readers))
     finally:
         await fast.close()
         await core.close()
