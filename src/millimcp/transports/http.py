@@ -264,7 +264,9 @@ class Exchange(msgspec.Struct, eq=False):
 class MessageHandler(Protocol):
     """What the transport calls with each POSTed message, GET and DELETE."""
 
-    async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None: ...
+    def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> Awaitable[None]:
+        """Serve one POSTed message (an ``async def`` does; so does a function that returns
+        the awaitable that does)."""
 
     async def handle_get(
         self, headers: McpHeaders, last_event_id: str | None, exchange: Exchange
