@@ -61,6 +61,8 @@ log: Final = logging.getLogger("millimcp.server")
 TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
 _CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 _DEFAULT_OPTIONS: Final = ToolOptions()
+_NO_KWARGS: Final[dict[str, Any]] = {}
+astuple: Final = msgspec.structs.astuple
 
 
 class ToolEntry:
@@ -86,6 +88,7 @@ class ToolEntry:
         "name",
         "output",
         "plain",
+        "positional",
         "process",
         "scopes",
         "task",
@@ -165,6 +168,13 @@ class ToolEntry:
         )
         """The common case (async, no timeout, no context, no header params, no cache): a
         shorter path."""
+        self.positional = (
+            self.args.decoder
+            if self.plain and options.arguments is None and self.args.positional
+            else None
+        )
+        """On the shorter path, the arguments struct's decoder when its fields can be passed
+        positionally: no keyword dict is built, nor unpacked."""
         self.definition = Tool(
             name=self.name,
             title=options.title,
@@ -191,8 +201,12 @@ class ToolEntry:
         """Validate, run and convert. Tool failures become ``isError`` results."""
         record = current_record() if TRACE.active else None
         started = clock() if record is not None else 0
+        args: tuple[Any, ...] = ()
+        kwargs: dict[str, Any] = _NO_KWARGS
         try:
-            if self.tensors:
+            if self.positional is not None:  # only on the shorter path: see __init__
+                args = astuple(self.positional.decode(raw_arguments or b"{}"))
+            elif self.tensors:
                 attachments = ctx.attachments
                 attachment = RequestAttachment(
                     attachments.request if attachments else None,
@@ -207,7 +221,7 @@ class ToolEntry:
             record.validate_ns = clock() - started
         if self.plain:
             try:
-                value = await self.fn(**kwargs)
+                value = await self.fn(*args, **kwargs)
             except (ProtocolError, InputRequired):
                 raise
             except Exception as exc:
