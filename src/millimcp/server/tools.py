@@ -6,6 +6,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import msgspec
@@ -233,7 +234,9 @@ class ToolEntry:
             # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
             check_param_headers(self.header_params, _json_arguments(raw_arguments), ctx.headers)
         if self.cached is not None:
-            result = await self.cached.call(kwargs, ctx, lambda: self._run(kwargs, ctx, pools))
+            # functools.partial, not a lambda: a closure here would give every call of this
+            # method (the plain path too) cells for self, ctx, pools and kwargs
+            result = await self.cached.call(kwargs, ctx, partial(self._run, kwargs, ctx, pools))
         else:
             result = await self._run(kwargs, ctx, pools)
         if self.invalidates is not None:
