@@ -4,8 +4,9 @@ Before a body is read, each front (the ASGI app in :mod:`millimcp.transports.htt
 front in :mod:`millimcp.transports.native.front`) asks the same question of four header values:
 is this request refused, and how? Clients send the same few combinations over and over, so
 :class:`HeadVerdicts` judges each combination once and remembers the answer. It is a dict: a
-front looks a combination up with ``verdicts[key]`` (a plain dict lookup once the combination
-has been seen; :meth:`HeadVerdicts.judge` runs only on a miss).
+front looks a combination up with ``verdicts[key]`` (dict's own lookup once the combination has
+been seen; :meth:`HeadVerdicts.judge` runs only on a miss). Measured against a plain dict read
+with ``.get`` and a sentinel, the subscript costs the same (instructions.py, within 0.1%).
 """
 
 from __future__ import annotations
