@@ -22,6 +22,7 @@ from millimcp.errors import (
 
 __all__ = [
     "ABSENT",
+    "ENVELOPE_TEXT",
     "ErrorObject",
     "Message",
     "RequestDecoder",
@@ -151,9 +152,24 @@ def check_nesting(data: bytes, max_depth: int) -> None:
             raise ParseError(f"Parse error: {exc.message}") from None
 
 
-class _TypedRequest(msgspec.Struct, tag_field="method", forbid_unknown_fields=False):
+ENVELOPE_TEXT: Final = len(b'"jsonrpc":"2.0""id":"method":"""params":')
+"""Bytes of a request's envelope that are text, not brackets, method name aside: a decoded
+request of ``n`` bytes with method ``m`` nests at most ``(n - ENVELOPE_TEXT - len(m)) / 2``
+deep (each bracket that opens one closes), so shorter ones need no depth scan."""
+
+
+# gc=False: a request is dropped as soon as its params are read; it is never in a cycle.
+class _TypedRequest(msgspec.Struct, tag_field="method", forbid_unknown_fields=False, gc=False):
     jsonrpc: str
     id: int | str
+
+
+class _NamedRequest(msgspec.Struct, forbid_unknown_fields=False, gc=False):
+    """A request whose method the binding names already (``Mcp-Method``): no union to pick."""
+
+    jsonrpc: str
+    id: int | str
+    method: str
 
 
 class RequestDecoder:
@@ -163,13 +179,18 @@ class RequestDecoder:
     while parsing. Anything else (notifications, responses, unknown methods, any invalid
     field) makes :meth:`decode` return None, and the caller takes the general path
     (:func:`decode_message`), which says precisely what is wrong.
+
+    When the binding names the method beforehand (HTTP's ``Mcp-Method``), that method's own
+    type is tried first: no union to resolve, so cheaper; a body that disagrees with the hint
+    takes the union as before.
     """
 
-    __slots__ = ("_decoder", "_methods")
+    __slots__ = ("_decoder", "_methods", "_named")
 
     def __init__(self, params_types: dict[str, type[Any]]) -> None:
         types: list[type[Any]] = []
         self._methods: dict[type[Any], str] = {}
+        self._named: dict[str, msgspec.json.Decoder[Any]] = {}
         for index, (method, params_type) in enumerate(params_types.items()):
             request_type = msgspec.defstruct(
                 f"Request{index}",
@@ -180,13 +201,27 @@ class RequestDecoder:
             )
             types.append(request_type)
             self._methods[request_type] = method
+            named = msgspec.defstruct(
+                f"NamedRequest{index}", [("params", params_type)], bases=(_NamedRequest,)
+            )
+            self._named[method] = msgspec.json.Decoder(named)
         union: Any = types[0]
         for request_type in types[1:]:
             union = union | request_type
         self._decoder = msgspec.json.Decoder(union)
 
-    def decode(self, data: bytes) -> tuple[str, int | str, Any] | None:
-        """(method, id, params) of a valid request, else None. Check UTF-8 first."""
+    def decode(self, data: bytes, hint: str | None = None) -> tuple[str, int | str, Any] | None:
+        """(method, id, params) of a valid request, else None. Check UTF-8 first.
+
+        ``hint``: the method the binding names (``Mcp-Method``), tried first."""
+        if hint is not None and (named := self._named.get(hint)) is not None:
+            try:
+                request = named.decode(data)
+            except (msgspec.DecodeError, RecursionError):
+                pass
+            else:
+                if request.method == hint and request.jsonrpc == "2.0":
+                    return hint, request.id, request.params
         try:
             request = self._decoder.decode(data)
         except (msgspec.DecodeError, RecursionError):

@@ -67,6 +67,7 @@ class ArgumentModel:
         "empty",
         "fields",
         "optional_pydantic",
+        "positional",
         "pydantic_fields",
         "schema",
         "struct",
@@ -83,6 +84,7 @@ class ArgumentModel:
         self.pydantic_fields: dict[str, Any] = {}
         self.optional_pydantic: set[str] = set()
         self.tensor_fields: dict[str, TensorParam] = {}
+        keyword_only = False
         for name, param in signature.parameters.items():
             annotation = hints.get(name, Any)
             if annotation is Context or (
@@ -112,6 +114,7 @@ class ArgumentModel:
                         )
                 properties_override[name] = {"anyOf": [sub, {"type": "null"}]} if optional else sub
                 annotation = Any
+            keyword_only = keyword_only or param.kind == param.KEYWORD_ONLY
             default = msgspec.NODEFAULT if param.default is param.empty else param.default
             fields.append((name, annotation, default))
         self.fields = tuple(name for name, _, _ in fields)
@@ -141,6 +144,11 @@ class ArgumentModel:
         schema.setdefault("properties", {})
         self.schema: dict[str, Any] = schema
         self.empty = not self.fields
+        self.positional = not (
+            keyword_only or self.context_param or self.pydantic_fields or self.tensor_fields
+        )
+        """The decoded struct's fields, in order, are the handler's positional arguments (no
+        keyword-only, Context, pydantic or tensor parameter): a call can skip the dict."""
 
     def decode(self, raw: bytes, attachment: RequestAttachment | None = None) -> dict[str, Any]:
         """Decode and validate ``raw`` JSON arguments into keyword arguments.

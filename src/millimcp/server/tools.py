@@ -6,6 +6,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import msgspec
@@ -61,6 +62,8 @@ log: Final = logging.getLogger("millimcp.server")
 TIMEOUT_META_KEY: Final = "dev.millimcp/timeoutMs"
 _CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 _DEFAULT_OPTIONS: Final = ToolOptions()
+_NO_KWARGS: Final[dict[str, Any]] = {}
+astuple: Final = msgspec.structs.astuple
 
 
 class ToolEntry:
@@ -86,6 +89,7 @@ class ToolEntry:
         "name",
         "output",
         "plain",
+        "positional",
         "process",
         "scopes",
         "task",
@@ -165,6 +169,13 @@ class ToolEntry:
         )
         """The common case (async, no timeout, no context, no header params, no cache): a
         shorter path."""
+        self.positional = (
+            self.args.decoder
+            if self.plain and options.arguments is None and self.args.positional
+            else None
+        )
+        """On the shorter path, the arguments struct's decoder when its fields can be passed
+        positionally: no keyword dict is built, nor unpacked."""
         self.definition = Tool(
             name=self.name,
             title=options.title,
@@ -191,8 +202,12 @@ class ToolEntry:
         """Validate, run and convert. Tool failures become ``isError`` results."""
         record = current_record() if TRACE.active else None
         started = clock() if record is not None else 0
+        args: tuple[Any, ...] = ()
+        kwargs: dict[str, Any] = _NO_KWARGS
         try:
-            if self.tensors:
+            if self.positional is not None:  # only on the shorter path: see __init__
+                args = astuple(self.positional.decode(raw_arguments or b"{}"))
+            elif self.tensors:
                 attachments = ctx.attachments
                 attachment = RequestAttachment(
                     attachments.request if attachments else None,
@@ -207,7 +222,7 @@ class ToolEntry:
             record.validate_ns = clock() - started
         if self.plain:
             try:
-                value = await self.fn(**kwargs)
+                value = await self.fn(*args, **kwargs)
             except (ProtocolError, InputRequired):
                 raise
             except Exception as exc:
@@ -219,7 +234,9 @@ class ToolEntry:
             # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
             check_param_headers(self.header_params, _json_arguments(raw_arguments), ctx.headers)
         if self.cached is not None:
-            result = await self.cached.call(kwargs, ctx, lambda: self._run(kwargs, ctx, pools))
+            # functools.partial, not a lambda: a closure here would give every call of this
+            # method (the plain path too) cells for self, ctx, pools and kwargs
+            result = await self.cached.call(kwargs, ctx, partial(self._run, kwargs, ctx, pools))
         else:
             result = await self._run(kwargs, ctx, pools)
         if self.invalidates is not None:

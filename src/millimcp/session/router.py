@@ -36,7 +36,13 @@ from millimcp.errors import (
 from millimcp.observe import clock
 from millimcp.protocol import LEGACY_ONLY, METHODS, Message, decode_message, encode_error
 from millimcp.protocol.eras import without_result_type
-from millimcp.protocol.jsonrpc import RequestDecoder, check_nesting, check_utf8, encode_result
+from millimcp.protocol.jsonrpc import (
+    ENVELOPE_TEXT,
+    RequestDecoder,
+    check_nesting,
+    check_utf8,
+    encode_result,
+)
 from millimcp.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from millimcp.session.context import Context, InputRequired
 from millimcp.session.inflight import Call
@@ -95,8 +101,9 @@ class Router:
     ) -> None:
         self.mrtr = mrtr
         self.max_depth = max_depth
-        # A body of n bytes nests at most n / 2 deep: shorter bodies need no depth scan.
-        self.scan_above = 2 * max_depth
+        # A request of n bytes nests at most (n - its envelope's text) / 2 deep: a body with
+        # len(body) - len(method) up to this needs no depth scan (ENVELOPE_TEXT).
+        self.scan_above = 2 * max_depth + ENVELOPE_TEXT
         self.routes: dict[str, Route] = {
             method: Route(
                 handler,
@@ -130,9 +137,9 @@ class Router:
         fast = self.requests.decode(body)
         if fast is None:
             return self.admit_slowly(body, responses, version in MODERN_VERSIONS)
-        if len(body) > self.scan_above:
-            check_nesting(body, self.max_depth)
         method, request_id, params = fast
+        if len(body) - len(method) > self.scan_above:
+            check_nesting(body, self.max_depth)
         return method, request_id, params, self.routes[method], None
 
     def admit_slowly(self, body: bytes, responses: bool = True, modern: bool = False) -> Admitted:

@@ -34,6 +34,7 @@ from millimcp.transports.body import BodyBudget, Refusal, read_more, read_writab
 from millimcp.transports.body import error as _error
 from millimcp.transports.body import plain as _plain
 from millimcp.transports.drain import DrainingHandler, health_route
+from millimcp.transports.verdicts import LOOPBACK_HOSTS, HeadVerdicts
 
 __all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
 
@@ -53,9 +54,6 @@ _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ATTACHMENT_HEADERS: Final = [(b"content-type", _ATTACHMENT)]
 _VARY: Final = (b"vary", b"accept-encoding")
 _ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
-_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
-_UNSEEN: Final[Any] = object()
-_Gate = tuple[bytes | None, bytes | None, bytes | None, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +63,7 @@ class HttpConfig:
     path: str | None = "/mcp"
     """Endpoint path; ``None`` answers on any path (useful when mounted)."""
     max_body_bytes: int = 4 * 1024 * 1024
-    allowed_hosts: tuple[str, ...] | None = _LOOPBACK_HOSTS
+    allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
     """Host header names accepted (port ignored); ``None`` accepts any (DNS-rebinding risk)."""
     allowed_origins: tuple[str, ...] | None = None
     """Origins accepted besides loopback ones; ``("*",)`` accepts any."""
@@ -264,7 +262,9 @@ class Exchange(msgspec.Struct, eq=False):
 class MessageHandler(Protocol):
     """What the transport calls with each POSTed message, GET and DELETE."""
 
-    async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None: ...
+    def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> Awaitable[None]:
+        """Serve one POSTed message (an ``async def`` does; so does a function that returns
+        the awaitable that does)."""
 
     async def handle_get(
         self, headers: McpHeaders, last_event_id: str | None, exchange: Exchange
@@ -285,7 +285,8 @@ class StreamableHTTPApp:
         self.handler = handler
         self.config = config or HttpConfig()
         self._lifespan = lifespan
-        self._gates: dict[_Gate, tuple[int, str] | None] = {}
+        self.verdicts = HeadVerdicts(self.config.allowed_hosts, self.config.allowed_origins)
+        """What each (Host, Origin, Content-Type, method) gets, remembered (both fronts)."""
         self._limit_digits = len(str(self.config.max_body_bytes))
         self.routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {}
         """Other paths answered next to the endpoint (``/metrics``), relative to the mount:
@@ -329,17 +330,14 @@ class StreamableHTTPApp:
         headers = dict(raw_headers)  # names are lower-case in ASGI
         get = headers.get
         gate = (get(b"host"), get(b"origin"), get(b"content-type"), scope["method"])
-        refusal = self._gates.get(gate, _UNSEEN)
+        refusal = self.verdicts[gate]
         if refusal is not None:
-            if refusal is _UNSEEN:
-                refusal = self._judge(gate)
-            if refusal is not None:
-                status, text = refusal
-                if status == 405:
-                    await _plain(send, 405, b"Method Not Allowed", _ALLOW)
-                else:
-                    await refuse(receive, send, status, text, headers, config=config)
-                return
+            status, text = refusal
+            if status == 405:
+                await _plain(send, 405, b"Method Not Allowed", _ALLOW)
+            else:
+                await refuse(receive, send, status, text, headers, config=config)
+            return
         if gate[3] != "POST":
             await self._serve_other(scope, get, receive, send)
             return
@@ -487,47 +485,6 @@ class StreamableHTTPApp:
         finally:
             self.budget.give(held)
 
-    def _judge(self, gate: _Gate) -> tuple[int, str] | None:
-        """Whether a (Host, Origin, Content-Type, method) combination is refused; memoized.
-
-        Clients send the same few combinations, so each is judged once.
-        """
-        host, origin, content_type, method = gate
-        refusal: tuple[int, str] | None = None
-        reason = self._judge_host_origin(host, origin)
-        if reason is not None:
-            refusal = (403, reason)
-        elif method in ("GET", "DELETE"):
-            refusal = None
-        elif method != "POST":
-            refusal = (405, "Method Not Allowed")
-        elif (
-            content_type != b"application/json"
-            and not _is_json(content_type)
-            and not (content_type is not None and content_type.startswith(_ATTACHMENT))
-        ):
-            refusal = (415, "Unsupported Media Type: Content-Type must be application/json")
-        if len(self._gates) >= 256:
-            self._gates.clear()
-        self._gates[gate] = refusal
-        return refusal
-
-    def _judge_host_origin(self, host: bytes | None, origin: bytes | None) -> str | None:
-        allowed_hosts = self.config.allowed_hosts
-        if allowed_hosts is not None:
-            if host is None:
-                return "Forbidden: missing Host header"
-            if _host_name(host.decode("latin-1")) not in allowed_hosts:
-                return "Forbidden: Host not allowed"
-        if origin is not None:
-            allowed = self.config.allowed_origins
-            text = origin.decode("latin-1")
-            if allowed is not None and ("*" in allowed or text in allowed):
-                return None
-            if text == "null" or _host_name(text.partition("://")[2]) not in _LOOPBACK_HOSTS:
-                return "Forbidden: Origin not allowed"
-        return None
-
     def _route(
         self, path: str, root: str
     ) -> Callable[[Scope, Receive, Send], Awaitable[None]] | None:
@@ -559,22 +516,6 @@ class StreamableHTTPApp:
             await send({"type": kind, "message": repr(exc)})
             return
         await send({"type": "lifespan.shutdown.complete"})
-
-
-def _host_name(host: str) -> str:
-    """``host[:port]`` -> host, keeping bracketed IPv6 literals whole."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _is_json(content_type: bytes | None) -> bool:
-    """``application/json`` or ``application/*+json``, with any parameters."""
-    if content_type is None:
-        return False
-    media_type = content_type.split(b";", 1)[0].strip().lower()
-    return media_type == b"application/json" or media_type.endswith(b"+json")
 
 
 def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:

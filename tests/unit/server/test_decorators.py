@@ -121,3 +121,26 @@ def test_unknown_tool_options_are_refused_at_once() -> None:
         server.tool(colour="red")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="colour"):
         server.tool(shout, colour="red")  # type: ignore[call-overload]
+
+
+async def test_arguments_reach_a_tool_by_position_and_by_keyword_alike() -> None:
+    server = Server("arguments")
+
+    @server.tool()
+    async def ordered(a: str, b: int, c: str = "z") -> str:  # passed positionally
+        return f"{a}{b}{c}"
+
+    @server.tool()
+    async def keywords(a: str, *, b: int, c: str = "z") -> str:  # passed by keyword
+        return f"{a}{b}{c}"
+
+    app = server.asgi()
+    for name in ("ordered", "keywords"):
+        given = {"c": "y", "b": 2, "a": "x"}  # not in the signature's order
+        called = await result(app, "tools/call", {"name": name, "arguments": given})
+        assert called["content"][0]["text"] == "x2y", name
+        called = await result(app, "tools/call", {"name": name, "arguments": {"b": 3, "a": "w"}})
+        assert called["content"][0]["text"] == "w3z", name
+        refused = await result(app, "tools/call", {"name": name, "arguments": {"a": "w"}})
+        assert refused["isError"] is True, name
+    server.close()

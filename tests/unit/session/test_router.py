@@ -143,6 +143,33 @@ def test_deep_nesting_is_refused_on_the_fast_path_too() -> None:
         router().admit(body)
 
 
+def test_the_method_the_binding_names_is_a_hint_the_body_overrules() -> None:
+    decoder = router().requests
+    body = request("tools/call", {"name": "echo"})
+    assert decoder.decode(body, "tools/call")[:2] == ("tools/call", 1)  # type: ignore[index]
+    named = decoder.decode(body, "ping")  # Mcp-Method disagrees: the body's method, typed
+    assert named is not None
+    assert named[0] == "tools/call"
+    assert isinstance(named[2], CallToolParams)
+    assert (
+        decoder.decode(
+            b'{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"e"}}', "tools/call"
+        )
+        is None
+    )
+
+
+def test_the_tightest_body_past_the_limit_is_still_scanned() -> None:
+    # Nothing but brackets besides the envelope: 129 deep, the least text a request can carry.
+    inner = b"[" * 127 + b"]" * 127
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","x":'
+    body += inner + b"}}"
+    with pytest.raises(ParseError):
+        router().admit(body)
+    fits = body.replace(b"[]", b"1")  # 128 deep: accepted
+    assert router().admit(fits)[0] == "tools/call"
+
+
 async def run(name: str, meta: RequestMeta = MODERN_META, **context: Any) -> Any:
     r = router()
     _, request_id, params, route, _ = r.admit(request("tools/call", {"name": name}, 9))

@@ -56,7 +56,7 @@ class Icon(McpStruct, kw_only=True):
     theme: Literal["light", "dark"] | None = None
 
 
-class Implementation(McpStruct, kw_only=True):
+class Implementation(McpStruct, kw_only=True, gc=False):
     name: str
     version: str
     title: str | None = None
@@ -71,7 +71,7 @@ class Annotations(McpStruct, kw_only=True):
     last_modified: str | None = None
 
 
-class ClientCapabilities(McpStruct, kw_only=True):
+class ClientCapabilities(McpStruct, kw_only=True, gc=False):
     elicitation: JSONObject | None = None
     sampling: JSONObject | None = None
     roots: JSONObject | None = None
@@ -89,8 +89,11 @@ class ServerCapabilities(McpStruct, kw_only=True):
     extensions: JSONObject | None = None
 
 
-class RequestMeta(McpStruct, kw_only=True):
+class RequestMeta(McpStruct, kw_only=True, gc=False):
     """The request ``_meta``: per-request protocol fields (modern era) and reserved keys.
+
+    ``gc=False`` here and on the structs it holds: decoded with every request, never part of a
+    reference cycle, so the collector need not track them.
 
     The modern era requires ``protocol_version`` and ``client_capabilities``; they are
     optional here so that one type serves both eras, and the modern path checks them.

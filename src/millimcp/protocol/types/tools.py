@@ -47,8 +47,9 @@ class ListToolsResult(CacheableResult, kw_only=True):
     next_cursor: str | None = None
 
 
-class CallToolParams(McpStruct, kw_only=True):
-    """``tools/call`` params. ``arguments`` stays raw until the tool's own type decodes it."""
+class CallToolParams(McpStruct, kw_only=True, gc=False):
+    """``tools/call`` params. ``arguments`` stays raw until the tool's own type decodes it.
+    Not tracked by the collector (decoded per request, never in a cycle)."""
 
     name: str
     arguments: msgspec.Raw = msgspec.Raw(b"")

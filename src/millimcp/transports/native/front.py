@@ -1,11 +1,12 @@
 """What the native front does with a parsed request: judge its head, then answer it.
 
 The checks are the ASGI app's own (:class:`~millimcp.transports.http.StreamableHTTPApp`):
-the same endpoint path, the same memoized Host/Origin/Content-Type/method verdicts
-(``StreamableHTTPApp._judge``), the same body limits and request decompression, the same
-refusal bodies. They run once a request's headers are complete, so a refusal is sent before
-its body arrives. The request then goes to the same message handler (the session layer's
-endpoint) with a :class:`NativeExchange`: no ASGI scope or message dicts on the way.
+the same endpoint path, the same memoized Host/Origin/Content-Type/method verdicts (the app's
+``verdicts``, a :class:`~millimcp.transports.verdicts.HeadVerdicts`), the same body limits and
+request decompression, the same refusal bodies. They run once a request's headers are
+complete, so a refusal is sent before its body arrives. The request then goes to the same
+message handler (the session layer's endpoint) with a :class:`NativeExchange`: no ASGI scope or
+message dicts on the way.
 
 Other paths of the app (``app.routes``, such as ``/metrics``) are plain ASGI callables and are
 run through a small bridge: they are not on the MCP path. ``HttpConfig.health_path`` answers
@@ -38,7 +39,6 @@ _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
 _ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _RETRY: Final = [(b"retry-after", b"1")]
-_UNSEEN: Final[Any] = object()
 
 
 class NativeFront:
@@ -125,10 +125,7 @@ class NativeFront:
         get = fields.get
         method = request.method
         gate = (get(b"host"), get(b"origin"), get(b"content-type"), method)
-        app = self.app
-        verdict = app._gates.get(gate, _UNSEEN)
-        if verdict is _UNSEEN:
-            verdict = app._judge(gate)
+        verdict = self.app.verdicts[gate]
         if verdict is not None:
             status, text = verdict
             if status == 405:
