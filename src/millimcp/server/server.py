@@ -15,9 +15,10 @@ import contextlib
 import dataclasses
 import enum
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from millimcp.auth.resource import ProtectedResource
 from millimcp.auth.scopes import union_scopes
@@ -44,6 +45,9 @@ from millimcp.session import HttpEndpoint, Mrtr, RequestHandler, Router
 from millimcp.tasks import TaskManager, TaskMode
 from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 from millimcp.transports.stdio import StdioConfig
+
+if TYPE_CHECKING:
+    from millimcp.transports.auth_gate import AuthGate
 
 __all__ = ["Server"]
 
@@ -86,13 +90,14 @@ class Server:
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
-        self._on_registry_change: list[Callable[[], None]] = []
-        """Called after a tool, prompt or resource is added or removed (the auth gate)."""
+        self._gates: weakref.WeakSet[AuthGate] = weakref.WeakSet()
+        """The auth gates of this server's apps, told when a tool, prompt or resource is
+        added or removed; held weakly, so an app dropped takes its gate with it."""
 
         def changed(kind: str) -> None:
             self._notifier.list_changed(kind)
-            for forget in self._on_registry_change:
-                forget()
+            for gate in list(self._gates):
+                gate.forget_scopes()
 
         self._tool_registry = Registry[ToolEntry]("tools", page_size, changed)
         self._prompt_registry = Registry[PromptEntry]("prompts", page_size, changed)
@@ -430,7 +435,7 @@ class Server:
             any_scopes=self._any_scopes,
             max_body_bytes=config.max_body_bytes,
         )
-        self._on_registry_change.append(gate.forget_scopes)
+        self._gates.add(gate)
         return gate
 
     def _scopes_for(self, method: str, name: str) -> Sequence[str]:

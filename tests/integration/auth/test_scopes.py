@@ -233,3 +233,23 @@ async def test_a_known_token_is_remembered_only_while_valid(serve: Any) -> None:
     late = await post(url, body, headers, token="expiring-token")
     assert late.status_code == 401  # past its expiry: verified again, and refused
     assert verifier.asked == 3
+
+
+def test_an_app_dropped_takes_its_gate_with_it() -> None:
+    """The server tells each live gate when its tools change, and holds gates weakly: an app
+    rebuilt many times does not pile up gates (nor keep their memos alive)."""
+    import gc
+
+    srv = server()
+    kept = srv.asgi()
+    for _ in range(5):
+        srv.asgi()
+    gc.collect()
+    assert len(srv._gates) == 1
+    assert kept is not None
+
+    @srv.tool(scopes=["admin"])
+    async def later() -> str:
+        return "later"
+
+    assert len(srv._gates) == 1
