@@ -447,7 +447,8 @@ class Server:
             entry = self._prompt_registry.get(name)
         elif method in ("resources/read", "resources/subscribe"):
             found = resolve(self._resource_registry.entries, self._template_registry.entries, name)
-            entry = None if found is None else found[0]
+            # else a template named by its own pattern (completion/complete's ref/resource)
+            entry = self._template_registry.get(name) if found is None else found[0]
         else:
             return ()
         return entry.scopes if entry is not None else ()

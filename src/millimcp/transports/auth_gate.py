@@ -67,11 +67,20 @@ _MEMO_SIZE: Final = 1024
 _NEEDED_SIZE: Final = 4096
 _MODERN: Final = frozenset(version.encode() for version in MODERN_VERSIONS)
 _SENTINEL: Final = "=?base64?"
+_COMPLETE: Final = b"completion/complete"
+
+
+class _PeekRef(msgspec.Struct):
+    type: str | None = None
+    name: str | None = None
+    uri: str | None = None
 
 
 class _PeekParams(msgspec.Struct):
     name: str | None = None
     uri: str | None = None
+    ref: _PeekRef | None = None
+    """``completion/complete``: the prompt or resource whose arguments are completed."""
 
 
 class _Peek(msgspec.Struct):
@@ -182,6 +191,7 @@ class AuthGate:
                 method_header is not None
                 and session_id is None
                 and headers.get(b"mcp-protocol-version") in _MODERN
+                and method_header.strip(b" \t") != _COMPLETE  # its ref is in the body only
             ):
                 # 2026-07-28: the endpoint refuses a body that disagrees with these headers.
                 # (A handshake-era endpoint does not compare them: there the body decides.)
@@ -298,14 +308,7 @@ class AuthGate:
                 # the limit): the operation is unknown, so it may be any of them.
                 extra = self.any_scopes() if self.any_scopes is not None else ()
             elif peek.method is not None:
-                params = peek.params
-                if params is None:
-                    name = None
-                elif peek.method.startswith("resources/"):
-                    name = params.uri
-                else:
-                    name = params.name
-                extra = self.scopes_for(peek.method, name or "")
+                extra = self.scopes_for(*_operation(peek.method, peek.params))
         replayed = False
 
         async def replay() -> Any:
@@ -350,6 +353,21 @@ _DESCRIPTIONS: Final = {
     (401, "invalid_token"): "the access token is not valid for this resource",
     (403, "insufficient_scope"): "the access token lacks a scope this operation needs",
 }
+
+
+def _operation(method: str, params: _PeekParams | None) -> tuple[str, str]:
+    """The (method, name) whose scopes a request needs: completing a prompt's or a
+    resource's arguments needs what getting or reading it needs."""
+    if params is None:
+        return method, ""
+    if method == "completion/complete" and params.ref is not None:
+        ref = params.ref
+        if ref.type == "ref/resource":
+            return "resources/read", ref.uri or ""
+        return "prompts/get", ref.name or ""
+    if method.startswith("resources/"):
+        return method, params.uri or ""
+    return method, params.name or ""
 
 
 def _bearer(value: bytes | None) -> str | None:

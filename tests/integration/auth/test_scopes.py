@@ -253,3 +253,33 @@ def test_an_app_dropped_takes_its_gate_with_it() -> None:
         return "later"
 
     assert len(srv._gates) == 1
+
+
+async def test_completing_arguments_needs_the_scopes_of_what_they_belong_to(serve: Any) -> None:
+    """``completion/complete`` names its prompt or resource only in the body's ``ref``: the
+    gate reads it there, in both eras, so completions cannot probe a scoped prompt."""
+    url = await serve(server().asgi())
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"type": "ref/prompt", "name": "audit"}, "read admin"),
+        ({"type": "ref/resource", "uri": "files://{name}"}, "read docs"),  # a template
+        ({"type": "ref/resource", "uri": "files://report"}, "read docs"),
+    ]
+    for ref, scope in cases:
+        params = {"ref": ref, "argument": {"name": "name", "value": "r"}}
+        body, headers = modern_request("completion/complete", params)
+        assert refused_scope(await post(url, body, headers)) == scope, ref
+        del headers["mcp-method"]
+        headers.pop("mcp-name", None)
+        assert refused_scope(await post(url, body, headers)) == scope, ref
+    params = {
+        "ref": {"type": "ref/prompt", "name": "audit"},
+        "argument": {"name": "a", "value": ""},
+    }
+    body, headers = modern_request("completion/complete", params)
+    assert (await post(url, body, headers, token="all-token")).status_code == 200
+    params = {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "a", "value": ""},
+    }
+    body, headers = modern_request("completion/complete", params)
+    assert (await post(url, body, headers)).status_code == 200
