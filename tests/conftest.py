@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTHON_ENV = {"PYTHONPATH": str(ROOT)}
-"""Set for every Python server the tests start, so that ``tests.servers...`` imports."""
+PYTHON_ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+"""Set for every Python server the tests start, so that ``tests.servers...`` imports, and
+``millimcp`` from this checkout's ``src`` (not wherever the venv's install points)."""
 
 
 def serve_python(args: Sequence[str], **options: Any) -> AbstractContextManager[ServedProcess]:
