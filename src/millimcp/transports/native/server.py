@@ -122,6 +122,7 @@ class NativeServer:
         if front is None:
             return
         grace = self.app.config.graceful_timeout_s if grace is None else grace
+        self.app.drain()  # the server's streams (subscriptions/listen) end with their result
         front.begin_drain()
         if self._server is not None:
             self._server.close()
