@@ -14,6 +14,7 @@ connections left to the other worker) and the client's retry of what never ran.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import random
@@ -23,7 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,9 +96,13 @@ def supervised(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Super
         served.wait_for("millimcp: serving")
         yield served
     finally:
+        workers = children(served.process.pid) if served.process.poll() is None else set()
         if served.process.poll() is None:
             served.process.kill()
         served.process.wait()
+        for pid in workers:  # a failed test leaves no worker behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         served.reader.join(10)
         assert served.process.stderr is not None
         served.process.stderr.close()
@@ -152,3 +157,42 @@ async def test_rolling_restart_under_load_fails_no_call(
     assert new_pids <= pids  # the new workers served calls too
     assert len(pids) == 4
     assert status == 0
+
+
+def children(pid: int) -> set[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as listing:
+        return {int(child) for child in listing.read().split()}
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_until(done: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("supervised", ["native"], indirect=True)
+async def test_a_crashed_worker_is_replaced_and_orphans_exit(supervised: Supervised) -> None:
+    supervisor = supervised.process.pid
+    workers = children(supervisor)
+    assert len(workers) == 2
+    crashed = min(workers)
+    os.kill(crashed, signal.SIGKILL)
+    line = await asyncio.to_thread(supervised.wait_for, "replacing it")
+    assert f"worker pid {crashed} exited with status -9" in line
+    await asyncio.to_thread(wait_until, lambda: len(children(supervisor) - {crashed}) == 2)
+    async with Client.over_http(supervised.url, era="modern") as client:
+        for n in range(4):
+            await client.call_tool("record", {"token": f"after-{n}"})
+    workers = children(supervisor)
+    os.kill(supervisor, signal.SIGKILL)  # no SIGTERM to forward: the lifeline ends
+    await asyncio.to_thread(wait_until, lambda: not any(map(running, workers)))
