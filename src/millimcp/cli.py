@@ -9,32 +9,15 @@ here (21 vs 42 us), see docs/serving.md.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from typing import Any, NoReturn
 
 from millimcp.errors import ConfigurationError, MissingExtra
-from millimcp.server.serve import run_app
+from millimcp.server.serve import load_target, run_app
 from millimcp.transports.http import HttpConfig
 
 __all__ = ["load_target", "main"]
-
-
-def load_target(spec: str) -> Any:
-    """Import ``module:attribute`` (attribute defaults to ``server``)."""
-    module_name, _, attribute = spec.partition(":")
-    sys.path.insert(0, os.getcwd())
-    if not module_name:
-        raise ConfigurationError(f"{spec!r} is not module:attribute")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the module may fail in any way while it runs
-        raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
-    try:
-        return getattr(module, attribute or "server")
-    except AttributeError:
-        raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -176,7 +159,7 @@ def _serve_http(args: argparse.Namespace) -> None:
 
 def _serve_workers(args: argparse.Namespace) -> None:
     """``--workers N`` (uvicorn or native): a supervisor of N processes on one socket, each
-    importing the target itself (:mod:`millimcp.server.supervisor`; SIGHUP restarts them
+    importing the target itself (:mod:`millimcp.transports.supervisor`; SIGHUP restarts them
     one by one)."""
     from millimcp.server.serve import run_workers
 

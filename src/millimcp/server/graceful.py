@@ -28,7 +28,7 @@ front's rule: a request that comes before then gets the draining 503 and its
 ``Connection: close``.
 
 Imported only where uvicorn runs (it imports uvicorn). ``--workers N`` runs this server in
-each worker (:mod:`millimcp.server.supervisor`), so each drains the same way.
+each worker (:mod:`millimcp.transports.supervisor`), so each drains the same way.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ knowledge on the same port. uvicorn speaks HTTP/1.1 only.
 from __future__ import annotations
 
 import importlib
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -25,7 +26,23 @@ from millimcp.errors import ConfigurationError
 if TYPE_CHECKING:
     from millimcp.transports.http import HttpConfig
 
-__all__ = ["run_app"]
+__all__ = ["load_target", "run_app", "run_workers", "serve_uvicorn"]
+
+
+def load_target(spec: str) -> Any:
+    """Import ``module:attribute`` (attribute defaults to ``server``)."""
+    module_name, _, attribute = spec.partition(":")
+    sys.path.insert(0, os.getcwd())
+    if not module_name:
+        raise ConfigurationError(f"{spec!r} is not module:attribute")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the module may fail in any way while it runs
+        raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
+    try:
+        return getattr(module, attribute or "server")
+    except AttributeError:
+        raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
 def run_app(
@@ -49,7 +66,7 @@ def run_app(
     ``http="native"`` serves a millimcp endpoint app (``server.asgi()``) on the native
     HTTP/1.1 front (:mod:`millimcp.transports.native`), the limits and timeouts the app's
     ``HttpConfig``. ``workers > 1`` (uvicorn: with an import string) runs a
-    :class:`~millimcp.server.supervisor.Supervisor`: the workers share one listening socket,
+    :class:`~millimcp.transports.supervisor.Supervisor`: the workers share one listening socket,
     SIGHUP restarts them one by one, SIGTERM/SIGINT drains them all.
     ``keepalive_s``, ``graceful_timeout_s`` and ``max_connections`` default to the app's
     :class:`~millimcp.transports.http.HttpConfig` (``keepalive_timeout_s``...; the class's
@@ -151,8 +168,8 @@ def run_workers(
     banner: str | None = None,
 ) -> int:
     """``workers`` processes of ``python -m millimcp.server.worker`` serving ``spec`` on one
-    socket bound here (:class:`~millimcp.server.supervisor.Supervisor`); its exit status."""
-    from millimcp.server.supervisor import Supervisor, exec_worker, listen
+    socket bound here (:class:`~millimcp.transports.supervisor.Supervisor`); its exit status."""
+    from millimcp.transports.supervisor import Supervisor, exec_worker, listen
 
     sock = listen(host, port)
     try:

@@ -1,13 +1,12 @@
-"""One worker of a :class:`~millimcp.server.supervisor.Supervisor`.
+"""One worker of a :class:`~millimcp.transports.supervisor.Supervisor`.
 
-Run as ``python -m millimcp.server.worker``.
-
-It reads what to serve from the environment (:data:`~millimcp.server.supervisor.SPEC_ENV`,
-JSON): ``target`` (``module:attribute`` of a millimcp ``Server``, served at ``path`` with
-the ``graceful_timeout_s`` and ``health_path`` given) or ``app`` (an ASGI app's import
-string), ``front`` (``uvicorn`` or ``native``), ``certfile``/``keyfile``, ``log_level``;
-serves it on the inherited listening socket, writes one byte to the ready pipe once it
-listens, and drains and exits 0 on SIGTERM, or when the supervisor's lifeline ends.
+Run as ``python -m millimcp.server.worker``. It reads what to serve from the environment
+(:data:`~millimcp.transports.supervisor.SPEC_ENV`, JSON): ``target`` (``module:attribute``
+of a millimcp ``Server``, served at ``path`` with the ``graceful_timeout_s`` and
+``health_path`` given) or ``app`` (an ASGI app's import string), ``front`` (``uvicorn`` or
+``native``), ``certfile``/``keyfile``, ``log_level``; serves it on the inherited listening
+socket, writes one byte to the ready pipe once it listens, and drains and exits 0 on
+SIGTERM, or when the supervisor's lifeline ends.
 """
 
 from __future__ import annotations
@@ -17,17 +16,22 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from millimcp.server.supervisor import LIFELINE_ENV, LISTEN_FD_ENV, READY_ENV, SPEC_ENV
+from millimcp.transports.supervisor import (
+    LIFELINE_ENV,
+    LISTEN_FD_ENV,
+    READY_ENV,
+    SPEC_ENV,
+    ready_signal,
+)
 
-__all__ = ["build_app", "main", "ready_signal"]
+__all__ = ["build_app", "main"]
 
 
 def build_app(spec: dict[str, Any]) -> Any:
     """The ASGI app ``spec`` names (a fresh import: a restart serves the code as it is now)."""
-    from millimcp.cli import load_target
+    from millimcp.server.serve import load_target
     from millimcp.transports.http import HttpConfig
 
     target = spec.get("target")
@@ -42,18 +46,6 @@ def build_app(spec: dict[str, Any]) -> Any:
     module, _, attribute = str(spec["app"]).partition(":")
     sys.path.insert(0, os.getcwd())
     return getattr(importlib.import_module(module), attribute or "app")
-
-
-def ready_signal(fd: int) -> Callable[[], None]:
-    """Once called: one byte to the supervisor on ``fd``, which is then closed."""
-
-    def ready() -> None:
-        try:
-            os.write(fd, b"r")
-        finally:
-            os.close(fd)
-
-    return ready
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ connections, end handshake-era GET streams cleanly, let in-flight calls finish f
 
 :func:`run_native` is the blocking entry point (``run_http(http="native")``, ``millimcp serve
 --http native``): the app's lifespan around the listener, SIGTERM/SIGINT start the drain, exit
-status 0. With ``workers > 1`` a :class:`~millimcp.server.supervisor.Supervisor` forks that
+status 0. With ``workers > 1`` a :class:`~millimcp.transports.supervisor.Supervisor` forks that
 many children that share one listening socket (a draining worker leaves the connections
 queued on it to the others), restarts them one by one on SIGHUP, and stops them on
 SIGTERM/SIGINT.
@@ -238,7 +238,7 @@ def run_native(
     banner: str | None = None,
 ) -> int:
     """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share one socket
-    (:class:`~millimcp.server.supervisor.Supervisor`, forked: the app is built once)."""
+    (:class:`~millimcp.transports.supervisor.Supervisor`, forked: the app is built once)."""
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
@@ -250,8 +250,7 @@ def run_native(
             print(banner, file=sys.stderr, flush=True)
 
         return run_one(app, host=host, port=port, ssl_context=context, on_ready=announce)
-    from millimcp.server.supervisor import ForkedWorker, Supervisor, listen
-    from millimcp.server.worker import ready_signal
+    from millimcp.transports.supervisor import ForkedWorker, Supervisor, listen, ready_signal
 
     sock = listen(host, port)
     supervisor: Supervisor

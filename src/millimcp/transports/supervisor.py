@@ -60,6 +60,7 @@ __all__ = [
     "Worker",
     "exec_worker",
     "listen",
+    "ready_signal",
 ]
 
 LISTEN_FD_ENV: Final = "MILLIMCP_LISTEN_FD"
@@ -105,6 +106,18 @@ class ForkedWorker:
                 if pid:
                     self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
+
+
+def ready_signal(fd: int) -> Callable[[], None]:
+    """Once called: one byte to the supervisor on ``fd``, which is then closed."""
+
+    def ready() -> None:
+        try:
+            os.write(fd, b"r")
+        finally:
+            os.close(fd)
+
+    return ready
 
 
 def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
