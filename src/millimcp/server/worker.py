@@ -18,6 +18,7 @@ import socket
 import sys
 from typing import Any
 
+from millimcp.errors import ConfigurationError
 from millimcp.transports.supervisor import (
     LIFELINE_ENV,
     LISTEN_FD_ENV,
@@ -53,7 +54,11 @@ def main() -> int:
     sock = socket.socket(fileno=int(os.environ[LISTEN_FD_ENV]))
     ready = ready_signal(int(os.environ[READY_ENV]))
     lifeline = int(os.environ[LIFELINE_ENV])
-    app = build_app(spec)
+    try:
+        app = build_app(spec)
+    except ConfigurationError as exc:  # one line, as the CLI says it (not in each traceback)
+        print(f"millimcp: {exc}", file=sys.stderr, flush=True)
+        return 2
     certfile, keyfile = spec.get("certfile"), spec.get("keyfile")
     if spec.get("front") == "native":
         from millimcp.transports.native.server import run_one, tls_context

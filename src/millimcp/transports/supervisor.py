@@ -17,11 +17,12 @@ Signals to the supervisor:
 - **SIGTERM**, **SIGINT**: SIGTERM to every worker (each drains), wait for them, exit 0 when
   every worker exited 0 (else 1).
 
-A worker that exits on its own (a crash) is replaced, at most once a second. Workers run in
-their own process group, so a terminal's Ctrl-C reaches the supervisor alone (which stops
-them once, not twice: a second signal would cut uvicorn's drain short). Each worker holds
-the read end of a pipe the supervisor keeps open (:data:`LIFELINE_ENV`): if the supervisor
-dies, even by SIGKILL, the pipe ends and the worker drains and exits.
+A worker that exits on its own (a crash) after it was ready is replaced, at most one a
+second; one that exits before it was ready is not (at start, the supervisor then stops).
+Workers run in their own process group, so a terminal's Ctrl-C reaches the supervisor
+alone (which stops them once, not twice: a second signal would cut uvicorn's drain short).
+Each worker holds the read end of a pipe the supervisor keeps open (:data:`LIFELINE_ENV`):
+if the supervisor dies, even by SIGKILL, the pipe ends and the worker drains and exits.
 
 How a worker is made is the caller's: :class:`Spawn` is a function of two descriptors (the
 ready pipe's write end, the lifeline's read end) that starts one process and returns its
@@ -248,8 +249,9 @@ class Supervisor:
         )
         if not all(slot.ready for slot in self.slots) and not self.stopping:
             self._say("a worker did not start (its error is above); stopping")
+            failed = [slot.status for slot in self.slots if slot.status]
             self._stop_all()
-            return 1
+            return 2 if 2 in failed else 1  # 2: the worker's one-line usage error
         if self.banner is not None and not self.stopping:
             print(self.banner, file=self.out, flush=True)
         while not self.stopping:
@@ -383,8 +385,15 @@ class Supervisor:
                 continue
             slot.status = status
             self._forget(slot)
-            if not slot.stopping and slot in self.slots and not self.stopping:
+            if slot.stopping or slot not in self.slots or self.stopping:
+                continue
+            if slot.ready:
                 self._replace_crashed(slot)
+            else:  # it never served: starting another would fail the same way
+                self._say(
+                    f"worker pid {slot.worker.pid} exited with status {slot.status} "
+                    "before it was ready; not replaced"
+                )
 
     def _replace_crashed(self, slot: _Slot) -> None:
         self._say(f"worker pid {slot.worker.pid} exited with status {slot.status}; replacing it")
