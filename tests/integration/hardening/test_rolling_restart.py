@@ -154,8 +154,10 @@ async def test_rolling_restart_under_load_fails_no_call(
     assert max(counts.values()) == 1  # ...once
     pids = {line.split()[1] for line in arrivals}
     new_pids = {line.rpartition(" ")[2] for line in replaced}
-    assert new_pids <= pids  # the new workers served calls too
-    assert len(pids) == 4
+    # Old workers served calls, and new ones after them (which worker accepts a connection
+    # is the kernel's pick: one of each pair may have served none).
+    assert pids - new_pids
+    assert pids & new_pids
     assert status == 0
 
 
