@@ -9,32 +9,15 @@ here (21 vs 42 us), see docs/serving.md.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from typing import Any, NoReturn
 
 from millimcp.errors import ConfigurationError, MissingExtra
-from millimcp.server.serve import run_app
+from millimcp.server.serve import load_target, run_app
 from millimcp.transports.http import HttpConfig
 
 __all__ = ["load_target", "main"]
-
-
-def load_target(spec: str) -> Any:
-    """Import ``module:attribute`` (attribute defaults to ``server``)."""
-    module_name, _, attribute = spec.partition(":")
-    sys.path.insert(0, os.getcwd())
-    if not module_name:
-        raise ConfigurationError(f"{spec!r} is not module:attribute")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the module may fail in any way while it runs
-        raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
-    try:
-        return getattr(module, attribute or "server")
-    except AttributeError:
-        raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -157,6 +140,10 @@ def _serve_http(args: argparse.Namespace) -> None:
         _check_module(args.target)  # fail here, in one line, not in each worker
         # Workers import the app themselves; they must all seal MRTR state with one key.
         os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
+    if args.workers > 1 and args.http != "granian":
+        _serve_workers(args)
+        return
+    if args.http == "granian":
         os.environ["MILLIMCP_APP_TARGET"] = args.target
         os.environ["MILLIMCP_APP_PATH"] = args.path
         run_app("millimcp._worker:app", workers=args.workers, http=args.http, **options)
@@ -170,10 +157,52 @@ def _serve_http(args: argparse.Namespace) -> None:
     run_app(server.asgi(http=config), **options)
 
 
+def _serve_workers(args: argparse.Namespace) -> None:
+    """``--workers N`` (uvicorn or native): a supervisor of N processes on one socket, each
+    importing the target itself (:mod:`millimcp.transports.supervisor`; SIGHUP restarts them
+    one by one)."""
+    from millimcp.server.serve import run_workers
+
+    spec = {
+        "target": args.target,
+        "front": args.http,
+        "path": args.path,
+        "graceful_timeout_s": args.graceful_timeout,
+        "health_path": args.health_path,
+        "log_level": args.log_level,
+        "certfile": args.certfile,
+        "keyfile": args.keyfile,
+    }
+    scheme = "https" if args.certfile else "http"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    banner = (
+        f"millimcp: serving {scheme}://{host}:{args.port}{args.path} ({args.workers} "
+        f"{args.http} workers, pid {os.getpid()}; SIGHUP restarts them one by one; Ctrl-C or "
+        "SIGTERM to stop)"
+    )
+    code = run_workers(
+        spec,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        grace_s=args.graceful_timeout,
+        banner=banner,
+    )
+    if code:
+        raise SystemExit(code)
+
+
 def _serve_native(args: argparse.Namespace) -> int:
-    """The native front: the app is built once; ``--workers N`` forks N processes."""
-    if args.workers > 1:  # forked workers seal MRTR state with one key
-        os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
+    """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`)."""
+    if args.workers > 1:
+        try:
+            _check_module(args.target)
+            os.environ.setdefault("MILLIMCP_STATE_KEY", os.urandom(32).hex())
+            _serve_workers(args)
+        except ConfigurationError as exc:
+            print(f"millimcp: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         server = load_target(args.target)
         if not callable(getattr(server, "asgi", None)):

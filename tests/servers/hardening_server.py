@@ -4,8 +4,7 @@
 (``echo``, ``sleep``, ``mem`` for the process's RSS), the readiness endpoint at
 ``/healthz``, and limits small enough for tests to reach: a 4 MiB body limit (the
 default), 2 s for headers and for an idle connection, a 3 s body timeout, a 5 s grace
-period. ``--front`` picks the HTTP front; a
-second front (the native one) is added to :data:`FRONTS` and to the fixture's parameters.
+period. ``--front`` picks the HTTP front: uvicorn, or millimcp's native one.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import resource
 from millimcp import Server, ServerConfig
 from millimcp.transports.http import HttpConfig
 
-FRONTS = ("uvicorn",)
+FRONTS = ("uvicorn", "native")
 
 server = Server("hardening-test-server", config=ServerConfig(state_key=b"h" * 32))
 
@@ -81,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     from millimcp.server.serve import run_app
 
-    run_app(server.asgi(http=HTTP), port=args.port)
+    run_app(server.asgi(http=HTTP), port=args.port, http=args.front)
 
 
 if __name__ == "__main__":

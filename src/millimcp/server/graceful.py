@@ -20,21 +20,31 @@ protocol: the same idle deadline on a new connection that sends nothing, and
 and close). A slow *body* is the app's (:mod:`millimcp.transports.body`), open connections
 are capped by uvicorn's ``limit_concurrency`` (503 past it, without ``Retry-After``).
 
-Imported only where uvicorn runs (it imports uvicorn). With ``--workers N`` uvicorn's
-supervisor runs its own ``Server`` in each worker: those get uvicorn's shutdown (in-flight
-requests finish within the grace period; no drain first) and no header deadline.
+**Idle connections while draining.** uvicorn's shutdown closes idle kept-alive connections
+at once, and a request a client is writing into one at that moment is lost (the client
+cannot tell it from a call that ran). :func:`deadline_protocol` closes one only once it has
+been idle for :data:`~millimcp.transports.native.connection.DRAIN_IDLE_S`, the native
+front's rule: a request that comes before then gets the draining 503 and its
+``Connection: close``.
+
+Imported only where uvicorn runs (it imports uvicorn). ``--workers N`` runs this server in
+each worker (:mod:`millimcp.transports.supervisor`), so each drains the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Final
 
 import uvicorn
+
+from millimcp.transports.native.connection import DRAIN_IDLE_S
 
 __all__ = ["GracefulServer", "deadline_protocol", "drain_target"]
 
@@ -57,11 +67,28 @@ class GracefulServer(uvicorn.Server):
 
     banner: str | None = None
     """Printed to stderr once the server listens (``millimcp serve``'s start line)."""
+    on_ready: Callable[[], None] | None = None
+    """Called once the server listens (a supervisor's worker tells its supervisor)."""
+    lifeline: int | None = None
+    """A pipe's read end; its end (the supervisor is gone) stops the server as SIGTERM does."""
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
-        if self.started and self.banner is not None:
+        if not self.started:
+            return
+        if self.lifeline is not None:
+            lifeline = self.lifeline
+            loop = asyncio.get_running_loop()
+
+            def orphaned() -> None:
+                loop.remove_reader(lifeline)
+                self.handle_exit(signal.SIGTERM, None)
+
+            loop.add_reader(lifeline, orphaned)
+        if self.banner is not None:
             print(self.banner, file=sys.stderr, flush=True)
+        if self.on_ready is not None:
+            self.on_ready()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if not self.should_exit:
@@ -87,9 +114,11 @@ def deadline_protocol(header_timeout_s: float) -> type[Any]:
 
     class DeadlineProtocol(HttpToolsProtocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _idle_since: float = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            self._idle_since = self.loop.time()
             # Idle from the start: uvicorn's own timer runs only after a first response.
             self.timeout_keep_alive_task = self.loop.call_later(
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -103,6 +132,23 @@ def deadline_protocol(header_timeout_s: float) -> type[Any]:
         def on_headers_complete(self) -> None:
             self._stop_header_timer()
             super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            self._idle_since = self.loop.time()
+            super().on_response_complete()
+
+        def shutdown(self) -> None:
+            """Draining: an idle connection closes once idle for ``DRAIN_IDLE_S``."""
+            idle = self.cycle is None or self.cycle.response_complete
+            wait = self._idle_since + DRAIN_IDLE_S - self.loop.time()
+            if not idle or wait <= 0:
+                super().shutdown()
+            else:
+                self.loop.call_later(wait, self._drained_idle)
+
+        def _drained_idle(self) -> None:
+            if not self.transport.is_closing():
+                super().shutdown()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_header_timer()

@@ -14,8 +14,10 @@ knowledge on the same port. uvicorn speaks HTTP/1.1 only.
 from __future__ import annotations
 
 import importlib
+import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,23 @@ from millimcp.errors import ConfigurationError
 if TYPE_CHECKING:
     from millimcp.transports.http import HttpConfig
 
-__all__ = ["run_app"]
+__all__ = ["load_target", "run_app", "run_workers", "serve_uvicorn"]
+
+
+def load_target(spec: str) -> Any:
+    """Import ``module:attribute`` (attribute defaults to ``server``)."""
+    module_name, _, attribute = spec.partition(":")
+    sys.path.insert(0, os.getcwd())
+    if not module_name:
+        raise ConfigurationError(f"{spec!r} is not module:attribute")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the module may fail in any way while it runs
+        raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
+    try:
+        return getattr(module, attribute or "server")
+    except AttributeError:
+        raise ConfigurationError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
 def run_app(
@@ -46,8 +64,10 @@ def run_app(
 
     ``certfile`` and ``keyfile`` (PEM; granian wants the key in PKCS#8) turn on TLS.
     ``http="native"`` serves a millimcp endpoint app (``server.asgi()``) on the native
-    HTTP/1.1 front (:mod:`millimcp.transports.native`): ``workers`` forked processes share
-    the port with ``SO_REUSEPORT``; the limits and timeouts are the app's ``HttpConfig``.
+    HTTP/1.1 front (:mod:`millimcp.transports.native`), the limits and timeouts the app's
+    ``HttpConfig``. ``workers > 1`` (uvicorn: with an import string) runs a
+    :class:`~millimcp.transports.supervisor.Supervisor`: the workers share one listening socket,
+    SIGHUP restarts them one by one, SIGTERM/SIGINT drains them all.
     ``keepalive_s``, ``graceful_timeout_s`` and ``max_connections`` default to the app's
     :class:`~millimcp.transports.http.HttpConfig` (``keepalive_timeout_s``...; the class's
     defaults for an import string). Under uvicorn, SIGTERM and SIGINT drain the app first
@@ -67,49 +87,48 @@ def run_app(
         if isinstance(app, str):
             module, _, attribute = app.partition(":")
             app = getattr(importlib.import_module(module), attribute or "app")
-        _announce(banner)
         code = run_native(
-            app, host=host, port=port, workers=workers, certfile=certfile, keyfile=keyfile
+            app,
+            host=host,
+            port=port,
+            workers=workers,
+            certfile=certfile,
+            keyfile=keyfile,
+            banner=banner,
         )
         if code:
             raise SystemExit(code)
     elif http == "uvicorn":
-        try:
-            import uvicorn
-        except ImportError:
-            raise ConfigurationError(
-                "uvicorn is not installed: pip install 'millimcp[serve]'"
-            ) from None
-        from millimcp.server.graceful import GracefulServer
-
-        config = uvicorn.Config(
+        if workers > 1 and isinstance(app, str):
+            spec = {
+                "app": app,
+                "front": "uvicorn",
+                "log_level": log_level,
+                "certfile": certfile,
+                "keyfile": keyfile,
+                "keepalive_s": keepalive_s,
+                "graceful_timeout_s": graceful_timeout_s,
+                "max_connections": max_connections,
+            }
+            code = run_workers(
+                spec, host=host, port=port, workers=workers, grace_s=grace, banner=banner
+            )
+            if code:
+                raise SystemExit(code)
+            return
+        serve_uvicorn(
             app,
+            sock=_bind(host, port),
             host=host,
             port=port,
-            workers=workers if isinstance(app, str) else None,
-            loop="uvloop" if _has("uvloop") else "asyncio",
-            http=_protocol(limits.header_timeout_s, workers if isinstance(app, str) else 1),
-            access_log=False,
             log_level=log_level,
-            timeout_keep_alive=max(1, round(keepalive)),
-            timeout_graceful_shutdown=max(1, round(grace)),
-            limit_concurrency=connections,
-            lifespan="on",
-            ssl_certfile=certfile,
-            ssl_keyfile=keyfile,
+            keepalive_s=keepalive,
+            graceful_timeout_s=grace,
+            max_connections=connections,
+            certfile=certfile,
+            keyfile=keyfile,
+            banner=banner,
         )
-        sock = _bind(host, port)
-        if config.workers > 1:
-            from uvicorn.supervisors import Multiprocess
-
-            _announce(banner)
-            Multiprocess(config, sockets=[sock]).run()
-            return
-        server = GracefulServer(config)
-        server.banner = banner
-        server.run(sockets=[sock])
-        if not server.started:
-            raise ConfigurationError("the server did not start (its error is above)")
     elif http == "granian":
         try:
             from granian import Granian
@@ -139,6 +158,81 @@ def run_app(
         raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn, granian or native")
 
 
+def run_workers(
+    spec: dict[str, Any],
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    grace_s: float,
+    banner: str | None = None,
+) -> int:
+    """``workers`` processes of ``python -m millimcp.server.worker`` serving ``spec`` on one
+    socket bound here (:class:`~millimcp.transports.supervisor.Supervisor`); its exit status."""
+    from millimcp.transports.supervisor import Supervisor, exec_worker, listen
+
+    sock = listen(host, port)
+    try:
+        return Supervisor(exec_worker(sock, spec), workers, grace_s=grace_s, banner=banner).run()
+    finally:
+        sock.close()
+
+
+def serve_uvicorn(
+    app: Any,
+    *,
+    sock: socket.socket,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    keepalive_s: float | None = None,
+    graceful_timeout_s: float | None = None,
+    max_connections: int | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    banner: str | None = None,
+    on_ready: Callable[[], None] | None = None,
+    lifeline: int | None = None,
+) -> None:
+    """One uvicorn process (:class:`~millimcp.server.graceful.GracefulServer`) on ``sock``,
+    blocking: the header deadline, the drain on SIGTERM/SIGINT (or when the pipe
+    ``lifeline`` ends), ``on_ready`` called once it listens."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise ConfigurationError(
+            "uvicorn is not installed: pip install 'millimcp[serve]'"
+        ) from None
+    from millimcp.server.graceful import GracefulServer
+
+    limits = _limits(app)
+    keepalive = limits.keepalive_timeout_s if keepalive_s is None else keepalive_s
+    grace = limits.graceful_timeout_s if graceful_timeout_s is None else graceful_timeout_s
+    connections = limits.max_connections if max_connections is None else max_connections
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop="uvloop" if _has("uvloop") else "asyncio",
+        http=_protocol(limits.header_timeout_s),
+        access_log=False,
+        log_level=log_level,
+        timeout_keep_alive=max(1, round(keepalive)),
+        timeout_graceful_shutdown=max(1, round(grace)),
+        limit_concurrency=connections,
+        lifespan="on",
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
+    server = GracefulServer(config)
+    server.banner = banner
+    server.on_ready = on_ready
+    server.lifeline = lifeline
+    server.run(sockets=[sock])
+    if not server.started:
+        raise ConfigurationError("the server did not start (its error is above)")
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` for the server to listen on (and its workers)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -154,12 +248,10 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _protocol(header_timeout_s: float, workers: int) -> Any:
+def _protocol(header_timeout_s: float) -> Any:
     """uvicorn's HTTP protocol: httptools with the header deadline where it can be had."""
     if not _has("httptools"):
         return "h11"
-    if workers > 1:  # the workers are spawned: the protocol is named, not a class
-        return "httptools"
     from millimcp.server.graceful import deadline_protocol
 
     return deadline_protocol(header_timeout_s)

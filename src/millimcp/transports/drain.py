@@ -6,6 +6,12 @@ new POST or GET gets ``503 Service Unavailable`` with ``Retry-After`` and
 ``Connection: close`` (a load balancer or client retries elsewhere), a DELETE still ends
 its session. The readiness route (``HttpConfig.health_path``) answers 200 until then and
 503 after.
+
+The 503's body (:data:`DRAINING_BODY`, both fronts send it) is the JSON-RPC error
+``-32050`` (:class:`~millimcp.errors.Overloaded`, ``data.retryAfterMs``): the code that says
+"refused before it ran, try again later", which a client may retry even for a call that is
+not idempotent (millimcp's does, :mod:`millimcp.resilience.retry`). A shutting-down server
+is, for a caller, one that has no room for the call now.
 """
 
 from __future__ import annotations
@@ -13,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final, Protocol
 
-from millimcp.protocol import McpHeaders
-from millimcp.transports.body import error
+from millimcp.errors import Overloaded
+from millimcp.protocol import McpHeaders, encode_error
 
-__all__ = ["DrainingHandler", "health_route"]
+__all__ = ["DRAINING_BODY", "DrainingHandler", "health_route"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -48,6 +54,20 @@ class Drainable(Protocol):
 _DRAINING: Final = [(b"retry-after", b"1"), (b"connection", b"close")]
 _TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
 
+DRAINING_BODY: Final = encode_error(
+    None,
+    Overloaded(
+        "Service Unavailable: the server is shutting down; the call did not run, retry it",
+        {"retryAfterMs": 1000},
+    ),
+)
+"""The body of the 503 a draining server answers a new request with (``Retry-After: 1``)."""
+_DRAINING_HEAD: Final = [
+    (b"content-type", b"application/json"),
+    (b"content-length", b"%d" % len(DRAINING_BODY)),
+    *_DRAINING,
+]
+
 
 class DrainingHandler:
     """The handler of an app that is shutting down (wraps the one it had)."""
@@ -57,7 +77,9 @@ class DrainingHandler:
 
     async def handle_http(self, body: bytes, headers: McpHeaders, exchange: Exchange) -> None:
         exchange.started = True
-        await error(exchange._send, 503, "Service Unavailable: shutting down", _DRAINING)
+        send = exchange._send
+        await send({"type": "http.response.start", "status": 503, "headers": _DRAINING_HEAD})
+        await send({"type": "http.response.body", "body": DRAINING_BODY})
 
     async def handle_get(
         self, headers: McpHeaders, last_event_id: str | None, exchange: Exchange

@@ -20,7 +20,7 @@ from millimcp.testing.processes import ServedProcess
 from tests.conftest import serve_python
 from tests.integration.http.conftest import Rpc
 
-FRONTS = ("uvicorn",)
+FRONTS = ("uvicorn", "native")
 """The HTTP fronts every hostile-client test runs on."""
 
 SERVER = "tests/servers/hardening_server.py"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import signal
 import time
@@ -68,3 +69,26 @@ async def late_call(url: str) -> str:
             return str(response.status)
     except aiohttp.ClientConnectorError:
         return "refused"
+
+
+def test_a_kept_alive_connection_gets_the_draining_503_not_a_close(fresh_front: Front) -> None:
+    """A client may be writing its next request into an idle kept-alive connection just as
+    the drain begins: that request gets the draining 503 (-32050: it did not run, retry it)
+    and ``Connection: close``, not a connection closed under it (which the client could not
+    tell from a call that ran)."""
+    body, headers = request_for("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    connection = http.client.HTTPConnection("127.0.0.1", fresh_front.port, timeout=10)
+    connection.request("POST", "/mcp", body=body, headers=headers)
+    with connection.getresponse() as first:
+        assert first.status == 200
+        first.read()
+    fresh_front.served.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)  # the drain has begun (uvicorn looks at its exit flag every 0.1 s)
+    connection.request("POST", "/mcp", body=body, headers=headers)
+    with connection.getresponse() as refused:
+        assert refused.status == 503
+        assert refused.getheader("retry-after") == "1"
+        assert refused.getheader("connection") == "close"
+        assert json.loads(refused.read())["error"]["code"] == -32050
+    connection.close()
+    assert fresh_front.served.process.wait(10) == 0

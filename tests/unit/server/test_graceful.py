@@ -71,11 +71,11 @@ def test_a_port_in_use_is_a_configuration_error() -> None:
     _bind("127.0.0.1", 0).close()
 
 
-def test_the_protocol_has_the_header_deadline_unless_spawned() -> None:
-    protocol = _protocol(2.0, 1)
+def test_the_protocol_has_the_header_deadline() -> None:
+    # Workers too: each builds its own server (millimcp.server.worker), none is spawned by name.
+    protocol = _protocol(2.0)
     assert isinstance(protocol, type)
     assert protocol.__name__ == "DeadlineProtocol"
-    assert _protocol(2.0, 4) == "httptools"
     assert deadline_protocol(1.0) is not deadline_protocol(1.0)
 
 

@@ -14,6 +14,13 @@ rate (``body_timeout_s``, ``body_min_rate``, 408), and ``keepalive_timeout_s`` a
 client that stops reading its responses (the connection is aborted). Write backpressure:
 while the transport's buffer is above its high-water mark the connection stops reading and
 the answering exchange waits for it to drain.
+
+Draining (:meth:`HttpConnection.shutdown`), an idle kept-alive connection is not closed at
+once: a client may be writing its next request into it at that very moment, and a request
+that meets a closed socket is lost without a trace the client could tell from a call that ran.
+It is closed once idle for :data:`DRAIN_IDLE_S` (or ``keepalive_timeout_s`` if shorter); a
+request that comes before then gets the draining 503 (``Connection: close``, the call did not
+run), which the client retries elsewhere.
 """
 
 from __future__ import annotations
@@ -37,6 +44,12 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 """A longer header block gets 431."""
 MAX_PIPELINED: Final = 16
 """Requests queued behind the one being answered before the connection stops reading."""
+
+DRAIN_IDLE_S: Final = 2.0
+"""While draining, an idle connection is closed once idle this long: longer than the idle age
+past which millimcp's client polls a pooled connection before it reuses it
+(:attr:`millimcp.client.native.pool.Pool.check_after_s`, 1 s), so that the client sees the
+close instead of writing into it."""
 
 _IDLE, _HEAD, _BODY, _BUSY, _LINGER = range(5)
 _NEVER: Final = float("inf")
@@ -131,6 +144,7 @@ class HttpConnection(asyncio.Protocol):
         """When the current state's deadline passes (``loop.time()``); see :meth:`expired`."""
         self._state = _IDLE
         self._body_start = 0.0
+        self._idle_since = 0.0
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -386,9 +400,14 @@ class HttpConnection(asyncio.Protocol):
             self.transport.abort()
 
     def shutdown(self) -> None:
-        """Draining: close now when idle, else after the current answer."""
+        """Draining: an idle connection closes once idle for :data:`DRAIN_IDLE_S` (now, if it
+        already was), a busy one after its current answer."""
         if self.current is None and not self.queue and self.parsing is None:
-            self.close()
+            closes = self._idle_since + min(self.config.keepalive_timeout_s, DRAIN_IDLE_S)
+            if closes <= self.loop.time():
+                self.close()
+            else:
+                self.deadline = min(self.deadline, closes)
 
     # -- refusals and timers ------------------------------------------------------------
 
@@ -439,7 +458,11 @@ class HttpConnection(asyncio.Protocol):
             return
         now = self.loop.time()
         if state == _IDLE:
-            self.deadline = now + config.keepalive_timeout_s
+            self._idle_since = now
+            idle_s = config.keepalive_timeout_s
+            if self.front.draining:
+                idle_s = min(idle_s, DRAIN_IDLE_S)
+            self.deadline = now + idle_s
         elif state == _HEAD:
             self.deadline = now + config.header_timeout_s
         elif state == _BODY:

@@ -25,6 +25,7 @@ from millimcp.codec.attachment import AttachmentFramingError, split
 from millimcp.codec.compress import DECODABLE, decompress
 from millimcp.errors import FrameTooLarge, RequestRejected
 from millimcp.protocol import McpHeaders
+from millimcp.transports.drain import DRAINING_BODY
 from millimcp.transports.http import StreamableHTTPApp
 from millimcp.transports.native.connection import HttpConnection, Request, _has_body
 from millimcp.transports.native.exchange import NativeExchange
@@ -39,6 +40,11 @@ _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
 _ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _RETRY: Final = [(b"retry-after", b"1")]
+_DRAINING_HEAD: Final = [
+    (b"content-type", b"application/json"),
+    (b"content-length", b"%d" % len(DRAINING_BODY)),
+    *_RETRY,
+]
 
 
 class NativeFront:
@@ -110,9 +116,7 @@ class NativeFront:
             request.limit = 0
             return
         if self.draining:
-            request.refusal = error_response(
-                503, "Service Unavailable: the server is shutting down", _RETRY, close=True
-            )
+            request.refusal = head(503, _DRAINING_HEAD, close=True) + DRAINING_BODY
             return
         if config.path is not None and path != config.path:
             if path in self.app.routes:

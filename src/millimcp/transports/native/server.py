@@ -9,9 +9,10 @@ connections, end handshake-era GET streams cleanly, let in-flight calls finish f
 
 :func:`run_native` is the blocking entry point (``run_http(http="native")``, ``millimcp serve
 --http native``): the app's lifespan around the listener, SIGTERM/SIGINT start the drain, exit
-status 0. With ``workers > 1`` the parent forks that many children, each with its own
-listener on the same port (``SO_REUSEPORT``: the kernel spreads connections), forwards
-SIGTERM/SIGINT to them and waits for all of them.
+status 0. With ``workers > 1`` a :class:`~millimcp.transports.supervisor.Supervisor` forks that
+many children that share one listening socket (a draining worker leaves the connections
+queued on it to the others), restarts them one by one on SIGHUP, and stops them on
+SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import ssl
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from millimcp.errors import ConfigurationError, MissingExtra
@@ -30,7 +33,7 @@ from millimcp.transports.native.connection import HttpConnection
 from millimcp.transports.native.front import NativeFront
 from millimcp.transports.native.wire import CHUNK_END, CLOCK
 
-__all__ = ["NativeServer", "run_native", "serve_native", "tls_context"]
+__all__ = ["NativeServer", "run_native", "run_one", "serve_native", "tls_context"]
 
 
 def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
@@ -54,6 +57,7 @@ class NativeServer:
         ssl_context: ssl.SSLContext | None = None,
         reuse_port: bool = False,
         backlog: int = 2048,
+        sock: socket.socket | None = None,
     ) -> None:
         if not isinstance(app, StreamableHTTPApp):
             raise ConfigurationError(
@@ -70,6 +74,8 @@ class NativeServer:
         self.ssl_context = ssl_context
         self.reuse_port = reuse_port
         self.backlog = backlog
+        self.sock = sock
+        """A listening socket to serve (inherited from a supervisor) instead of binding."""
         self.front: NativeFront | None = None
         self._server: asyncio.Server | None = None
         self._ticker: asyncio.TimerHandle | None = None
@@ -78,14 +84,22 @@ class NativeServer:
         loop = asyncio.get_running_loop()
         front = NativeFront(self.app, loop)
         self.front = front
-        self._server = await loop.create_server(
-            lambda: HttpConnection(front),
-            self.host,
-            self.port,
-            ssl=self.ssl_context,
-            reuse_port=self.reuse_port or None,
-            backlog=self.backlog,
-        )
+        if self.sock is not None:
+            self._server = await loop.create_server(
+                lambda: HttpConnection(front),
+                sock=self.sock,
+                ssl=self.ssl_context,
+                backlog=self.backlog,
+            )
+        else:
+            self._server = await loop.create_server(
+                lambda: HttpConnection(front),
+                self.host,
+                self.port,
+                ssl=self.ssl_context,
+                reuse_port=self.reuse_port or None,
+                backlog=self.backlog,
+            )
         sockets = self._server.sockets
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -108,6 +122,7 @@ class NativeServer:
         if front is None:
             return
         grace = self.app.config.graceful_timeout_s if grace is None else grace
+        self.app.drain()  # the server's streams (subscriptions/listen) end with their result
         front.begin_drain()
         if self._server is not None:
             self._server.close()
@@ -154,20 +169,33 @@ async def serve_native(
     ssl_context: ssl.SSLContext | None = None,
     reuse_port: bool = False,
     announce: bool = True,
+    sock: socket.socket | None = None,
+    on_ready: Callable[[], None] | None = None,
+    lifeline: int | None = None,
 ) -> int:
-    """Serve until SIGTERM/SIGINT in the running loop, inside the app's lifespan; returns 0."""
+    """Serve until SIGTERM/SIGINT in the running loop, inside the app's lifespan; returns 0.
+
+    ``sock``: a listening socket to serve instead of binding ``host:port``; ``on_ready`` is
+    called once it listens; the end of the pipe ``lifeline`` (a supervisor's) stops it too.
+    """
     lifespan = app._lifespan
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
-    server = NativeServer(app, host=host, port=port, ssl_context=ssl_context, reuse_port=reuse_port)
+    if lifeline is not None:
+        loop.add_reader(lifeline, stop.set)
+    server = NativeServer(
+        app, host=host, port=port, ssl_context=ssl_context, reuse_port=reuse_port, sock=sock
+    )
     context = lifespan() if lifespan is not None else contextlib.nullcontext()
     try:
         async with context:
-            await _serve_until(server, stop, app, host, ssl_context, announce)
+            await _serve_until(server, stop, app, host, ssl_context, announce, on_ready)
     finally:
+        if lifeline is not None:
+            loop.remove_reader(lifeline)
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signum)
@@ -181,8 +209,11 @@ async def _serve_until(
     host: str,
     ssl_context: ssl.SSLContext | None,
     announce: bool,
+    on_ready: Callable[[], None] | None,
 ) -> None:
     await server.start()
+    if on_ready is not None:
+        on_ready()
     if announce:
         scheme = "https" if ssl_context is not None else "http"
         path = app.config.path or "/"
@@ -204,47 +235,64 @@ def run_native(
     workers: int = 1,
     certfile: str | None = None,
     keyfile: str | None = None,
+    banner: str | None = None,
 ) -> int:
-    """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share the port."""
+    """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share one socket
+    (:class:`~millimcp.transports.supervisor.Supervisor`, forked: the app is built once)."""
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
     if workers <= 1:
-        return _run_one(app, host, port, context, reuse_port=False)
-    children: list[int] = []
-    for _ in range(workers):
+        if banner is None:
+            return run_one(app, host=host, port=port, ssl_context=context, announce=True)
+
+        def announce() -> None:
+            print(banner, file=sys.stderr, flush=True)
+
+        return run_one(app, host=host, port=port, ssl_context=context, on_ready=announce)
+    from millimcp.transports.supervisor import ForkedWorker, Supervisor, listen, ready_signal
+
+    sock = listen(host, port)
+    supervisor: Supervisor
+
+    def spawn(ready: int, lifeline: int) -> ForkedWorker:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's coverage is not collected
             code = 1
             try:
-                code = _run_one(app, host, port, context, reuse_port=True)
+                supervisor.close_in_child()
+                os.setpgid(0, 0)
+                code = run_one(
+                    app,
+                    sock=sock,
+                    ssl_context=context,
+                    on_ready=ready_signal(ready),
+                    lifeline=lifeline,
+                )
             finally:
                 os._exit(code)
-        children.append(pid)
+        return ForkedWorker(pid)
 
-    def forward(signum: int, frame: Any) -> None:
-        for child in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    status = 0
-    for child in children:
-        _, code = os.waitpid(child, 0)
-        if os.waitstatus_to_exitcode(code) != 0:
-            status = 1
-    return status
+    supervisor = Supervisor(spawn, workers, grace_s=app.config.graceful_timeout_s, banner=banner)
+    try:
+        return supervisor.run()
+    finally:
+        sock.close()
 
 
-def _run_one(
+def run_one(
     app: StreamableHTTPApp,
-    host: str,
-    port: int,
-    context: ssl.SSLContext | None,
     *,
-    reuse_port: bool,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    ssl_context: ssl.SSLContext | None = None,
+    sock: socket.socket | None = None,
+    on_ready: Callable[[], None] | None = None,
+    lifeline: int | None = None,
+    announce: bool = False,
 ) -> int:
+    """One process of the native front on uvloop (when installed), blocking: ``host:port``,
+    or the listening ``sock`` of a supervisor (see :func:`serve_native`)."""
     factory: Any = None
     with contextlib.suppress(ImportError):
         import uvloop
@@ -252,5 +300,14 @@ def _run_one(
         factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(
-            serve_native(app, host=host, port=port, ssl_context=context, reuse_port=reuse_port)
+            serve_native(
+                app,
+                host=host,
+                port=port,
+                ssl_context=ssl_context,
+                announce=announce,
+                sock=sock,
+                on_ready=on_ready,
+                lifeline=lifeline,
+            )
         )
