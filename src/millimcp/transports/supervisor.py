@@ -242,16 +242,23 @@ class Supervisor:
     # -- inside ----------------------------------------------------------------------------
 
     def _run(self) -> int:
-        self.slots = [self._start() for _ in range(self.count)]
-        self._wait(
-            lambda: all(slot.ready or slot.status is not None for slot in self.slots),
-            self.ready_timeout_s,
-        )
+        # The first worker alone, then the others: a mistake in the target (a missing
+        # attribute, a bad flag) is then said once, by one worker, not once per worker.
+        first = self._start()
+        self.slots = [first]
+        self._wait(lambda: first.ready or first.status is not None, self.ready_timeout_s)
+        if first.ready and not self.stopping:
+            self.slots += [self._start() for _ in range(self.count - 1)]
+            self._wait(
+                lambda: all(slot.ready or slot.status is not None for slot in self.slots),
+                self.ready_timeout_s,
+            )
         if not all(slot.ready for slot in self.slots) and not self.stopping:
-            self._say("a worker did not start (its error is above); stopping")
             failed = [slot.status for slot in self.slots if slot.status]
+            if 2 not in failed:  # 2: the worker said its usage error in one line
+                self._say("a worker did not start (its error is above); stopping")
             self._stop_all()
-            return 2 if 2 in failed else 1  # 2: the worker's one-line usage error
+            return 2 if 2 in failed else 1
         if self.banner is not None and not self.stopping:
             print(self.banner, file=self.out, flush=True)
         while not self.stopping:
@@ -389,7 +396,7 @@ class Supervisor:
                 continue
             if slot.ready:
                 self._replace_crashed(slot)
-            else:  # it never served: starting another would fail the same way
+            elif slot.status != 2:  # it never served: another would fail the same way
                 self._say(
                     f"worker pid {slot.worker.pid} exited with status {slot.status} "
                     "before it was ready; not replaced"

@@ -57,8 +57,9 @@ def test_start_line_then_a_clean_stop() -> None:
         (["tests.servers.hardening_server:HTTP"], "is not a millimcp Server"),
         (["tests.servers.basic_server:server", "--bogus"], "unrecognized arguments: --bogus"),
         (["no_such_module_here", "--workers", "2"], "cannot import 'no_such_module_here'"),
+        (["tests.servers.basic_server:nothing", "--workers", "3"], "has no attribute 'nothing'"),
     ],
-    ids=["module", "attribute", "not-a-server", "flag", "workers"],
+    ids=["module", "attribute", "not-a-server", "flag", "workers", "workers-attribute"],
 )
 def test_a_mistake_is_one_line_and_status_2(args: list[str], says: str) -> None:
     done = run_serve(*args)
