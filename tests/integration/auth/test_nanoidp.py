@@ -92,14 +92,18 @@ def nanoidp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_process(process)
 
 
-def protected(issuer: str, mcp_url: str) -> Server:
+def protected(
+    issuer: str, mcp_url: str, verifier: JwtVerifier | None = None, **options: Any
+) -> Server:
+    """A server with one tool, ``whoami``, protected by ``issuer``'s tokens."""
     server = Server(
         "orders",
         auth=ProtectedResource(
             resource=mcp_url,
             authorization_servers=[issuer],
             scopes_supported=["profile"],
-            verifier=JwtVerifier(issuer=issuer, audience=mcp_url),
+            verifier=verifier or JwtVerifier(issuer=issuer, audience=mcp_url),
+            **options,
         ),
     )
 
@@ -355,25 +359,11 @@ async def test_the_client_refreshes_before_the_token_expires(nanoidp: str, serve
     port = free_port()
     mcp_url = f"http://127.0.0.1:{port}/mcp"
     ahead = 3600.0 - 3.0  # nanoidp's default lifetime: an hour
-    server = Server(
-        "orders",
-        auth=ProtectedResource(
-            resource=mcp_url,
-            authorization_servers=[nanoidp],
-            scopes_supported=["profile"],
-            verifier=JwtVerifier(
-                issuer=nanoidp, audience=mcp_url, leeway_s=0, now=lambda: time.time() + ahead
-            ),
-            cache_size=0,  # the cache's clock is the real one
-        ),
+    verifier = JwtVerifier(
+        issuer=nanoidp, audience=mcp_url, leeway_s=0, now=lambda: time.time() + ahead
     )
-
-    @server.tool
-    async def whoami(ctx: Context) -> str:
-        assert ctx.principal is not None
-        return str(ctx.principal.subject)
-
-    app = server.asgi()
+    # cache_size=0: the cache's clock is the real one
+    app = protected(nanoidp, mcp_url, verifier, cache_size=0).asgi()
     statuses: list[int] = []
 
     async def recording(scope: Any, receive: Any, send: Any) -> None:
