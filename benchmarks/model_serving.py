@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from shared_memory import cpu_of
 
 from millimcp import Client, Limits
 from millimcp.testing import serve_subprocess
@@ -69,18 +70,6 @@ def model_server(
         env["OMP_NUM_THREADS"] = str(threads)
     with serve_subprocess(command, env=env, stdout=None, timeout=120, stop_timeout=20) as served:
         yield served.url(), served.pid
-
-
-def cpu_of(pid: int) -> float:
-    """Seconds of CPU the threads of ``pid`` have run (the scheduler's count, in ns)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stats:
-                total += int(stats.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total / 1e9
 
 
 async def batcher_stats(client: Client) -> dict[str, Any]:

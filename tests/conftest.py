@@ -138,3 +138,18 @@ def http_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     kind: str = request.param
     monkeypatch.setattr(http_choice, "DEFAULT", kind)
     return kind
+
+
+def shm_segments() -> set[str]:
+    """The names of millimcp's shared-memory segments in /dev/shm now."""
+    from millimcp.tensor.shm import DIRECTORY, PREFIX
+
+    return {name for name in os.listdir(DIRECTORY) if name.startswith(PREFIX)}
+
+
+@pytest.fixture
+def clean_dev_shm() -> Iterator[None]:
+    """Fails the test that leaves one of millimcp's segments in /dev/shm."""
+    before = shm_segments()
+    yield
+    assert shm_segments() - before == set(), "a test left a segment in /dev/shm"

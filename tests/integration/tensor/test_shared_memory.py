@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,22 +21,14 @@ from millimcp import Client
 from millimcp.codec.attachment import split
 from millimcp.protocol.types import META_CLIENT_CAPABILITIES
 from millimcp.tensor import ATTACHMENT_MEDIA_TYPE, EXTENSION
-from millimcp.tensor.shm import DIRECTORY, PREFIX, available, create_probe, sweep
+from millimcp.tensor.shm import PREFIX, available, create_probe, sweep
 from millimcp.testing import modern_request
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shm_segments
 
-pytestmark = pytest.mark.skipif(not available(), reason="no /dev/shm on this host")
-
-
-def ours() -> set[str]:
-    return {name for name in os.listdir(DIRECTORY) if name.startswith(PREFIX)}
-
-
-@pytest.fixture(autouse=True)
-def clean_dev_shm() -> Iterator[None]:
-    before = ours()
-    yield
-    assert ours() - before == set(), "a test left a segment in /dev/shm"
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="no /dev/shm on this host"),
+    pytest.mark.usefixtures("clean_dev_shm"),
+]
 
 
 def mapped(array: np.ndarray) -> bool:
@@ -168,14 +159,14 @@ def test_a_client_killed_mid_call_leaks_no_segment(tensor_url: str) -> None:
             assert process.stdout is not None
             assert process.stdout.readline().strip() == "calling"
             for _ in range(1200):  # until its argument segment exists (a loaded machine: 60 s)
-                if any(name.startswith(f"{PREFIX}{process.pid}-") for name in ours()):
+                if any(name.startswith(f"{PREFIX}{process.pid}-") for name in shm_segments()):
                     break
                 time.sleep(0.05)
         finally:
             process.kill()
             process.wait(timeout=30)
     time.sleep(2.5)  # the busy model finishes; the server writes the result segment
-    left = {name for name in ours() if name.startswith(f"{PREFIX}{process.pid}-")}
+    left = {name for name in shm_segments() if name.startswith(f"{PREFIX}{process.pid}-")}
     assert left  # the killed client's segments: its argument, the result made for it
     freed = set(sweep())
     assert left <= freed

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,19 +14,12 @@ import pytest
 from millimcp.errors import TensorFormatError
 from millimcp.tensor import pack, unpack
 from millimcp.tensor.shm import DIRECTORY, PREFIX, Segment, available, owner_of, sweep
+from tests.conftest import shm_segments
 
-pytestmark = pytest.mark.skipif(not available(), reason="no /dev/shm on this host")
-
-
-def ours() -> set[str]:
-    return {name for name in os.listdir(DIRECTORY) if name.startswith(PREFIX)}
-
-
-@pytest.fixture(autouse=True)
-def clean_dev_shm() -> Iterator[None]:
-    before = ours()
-    yield
-    assert ours() - before == set(), "a test left a segment in /dev/shm"
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="no /dev/shm on this host"),
+    pytest.mark.usefixtures("clean_dev_shm"),
+]
 
 
 def test_a_tensor_written_by_one_process_is_read_in_place_by_another() -> None:
@@ -51,7 +43,7 @@ def test_a_tensor_written_by_one_process_is_read_in_place_by_another() -> None:
         assert seen[0] == -1.0
         assert seen[1] == 1.0
         del seen
-    assert segment.name not in ours()  # the owner freed it on close
+    assert segment.name not in shm_segments()  # the owner freed it on close
 
 
 @pytest.mark.parametrize(
@@ -87,7 +79,7 @@ def test_forged_sizes_are_refused() -> None:
         with Segment.attach(segment.name, 4096, max_bytes=4096) as again:
             assert again.size == 4096
             assert not again.owned
-        assert segment.name in ours()  # a reader that does not own it leaves the name
+        assert segment.name in shm_segments()  # a reader that does not own it leaves the name
 
 
 def test_missing_symlinked_and_shared_files_are_refused() -> None:
@@ -120,9 +112,9 @@ def test_the_named_owner_claims_and_frees_a_segment_made_for_it() -> None:
         [sys.executable, "-c", maker], check=True, capture_output=True, text=True, timeout=60
     ).stdout.strip()
     assert owner_of(name) == me
-    assert name in ours()
+    assert name in shm_segments()
     with Segment.attach(name, 128, max_bytes=1024, claim=True) as segment:
-        assert name not in ours()  # freed once mapped; the memory stays readable
+        assert name not in shm_segments()  # freed once mapped; the memory stays readable
         assert bytes(segment.view[:5]) == b"hello"
     with pytest.raises(TensorFormatError, match="owned by process 1,"):
         Segment.attach(f"{PREFIX}1-{'c' * 32}", 16, max_bytes=64, claim=True)
@@ -144,14 +136,14 @@ def test_a_killed_process_leaks_nothing_after_a_sweep() -> None:
         try:
             assert process.stdout is not None
             name = process.stdout.readline().strip()
-            assert name in ours()
+            assert name in shm_segments()
             assert name not in sweep()  # its owner is alive: left alone
-            assert name in ours()
+            assert name in shm_segments()
         finally:
             process.kill()
             process.wait(timeout=30)
     assert name in sweep()
-    assert name not in ours()
+    assert name not in shm_segments()
 
 
 def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
@@ -176,7 +168,7 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
         assert other is not first
         assert other.size >= HEADER_BYTES + packed.nbytes
         pool.give(other)  # not pooled: closed and freed
-        assert other.name not in ours()
+        assert other.name not in shm_segments()
         del view
         pool.reclaim(received)
         assert received == set()
@@ -188,10 +180,10 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
         pool.retire(first)  # a peer may still read it: never handed out again
         assert pool.find(first.name) is None
         assert pool.take(packed.nbytes) is not first
-        assert first.name in ours()
+        assert first.name in shm_segments()
     finally:
         pool.close()
-    assert first.name not in ours()
+    assert first.name not in shm_segments()
 
 
 def test_a_shared_memory_offer_is_read_defensively() -> None:

@@ -13,23 +13,15 @@ from collections.abc import Iterator
 import pytest
 
 from millimcp.errors import TensorFormatError
-from millimcp.tensor.shm import DIRECTORY, PREFIX, Segment, available
+from millimcp.tensor.shm import DIRECTORY, Segment, available
 from millimcp.tensor.shm_peers import PeerSegments
 
-pytestmark = pytest.mark.skipif(not available(), reason="no /dev/shm on this host")
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="no /dev/shm on this host"),
+    pytest.mark.usefixtures("clean_dev_shm"),
+]
 
 MB4 = 4 << 20
-
-
-def ours() -> set[str]:
-    return {name for name in os.listdir(DIRECTORY) if name.startswith(PREFIX)}
-
-
-@pytest.fixture(autouse=True)
-def clean_dev_shm() -> Iterator[None]:
-    before = ours()
-    yield
-    assert ours() - before == set(), "a test left a segment in /dev/shm"
 
 
 @pytest.fixture
