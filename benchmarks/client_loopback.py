@@ -1,0 +1,158 @@
+"""The client's own work per ``tools/call``, in-process: ``Client.over_http`` at its defaults
+(the native link, ``era="auto"``) over a fake network that answers from canned bytes.
+
+No server runs and no socket is opened: the event loop (uvloop) is given a
+``create_connection`` that hands the client's :class:`asyncio.Protocol` a loopback transport,
+which reads each request written to it (head, ``Content-Length``, the JSON-RPC id) and
+answers it on the next loop iteration with the bytes uvicorn sends for millimcp's echo
+server (``server/discover`` and ``tools/call``). Everything the client does per call runs
+(pipeline, deadline, gate, retries, envelope, link, pool, connection, httptools, decoding);
+only the kernel and the server are gone, so the count is deterministic. It is the
+``client`` target of ``benchmarks/instructions.py`` (``make perf``), and a profiling
+harness::
+
+    .venv/bin/python benchmarks/client_loopback.py --calls 20000 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import uvloop
+
+ECHO = "hello"
+HEAD = (
+    b"HTTP/1.1 200 OK\r\ndate: Wed, 02 Dec 2026 06:32:53 GMT\r\nserver: uvicorn\r\n"
+    b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
+)
+RESULTS = {
+    b"server/discover": (
+        b'{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":'
+        b'{"name":"bench","version":"1.0.0"}},"ttlMs":60000,"cacheScope":"public",'
+        b'"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},'
+        b'"logging":{}}}'
+    ),
+    b"tools/call": (
+        b'{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":'
+        b'{"name":"bench","version":"1.0.0"}},"content":[{"type":"text","text":"hello"}]}'
+    ),
+}
+
+
+class LoopbackTransport(asyncio.Transport):
+    """Answers every whole request written to it, one loop iteration later."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.Protocol) -> None:
+        super().__init__()
+        self._loop = loop
+        self._protocol = protocol
+        self._buffer = b""
+        self._closing = False
+
+    def write(self, data: Any) -> None:
+        buffer = self._buffer + bytes(data)
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            head = buffer[:end].lower()
+            start = head.find(b"\r\ncontent-length:") + 17
+            stop = head.find(b"\r\n", start)
+            length = int(head[start : stop if stop >= 0 else len(head)])
+            body_end = end + 4 + length
+            if len(buffer) < body_end:
+                break
+            self._answer(buffer[end + 4 : body_end])
+            buffer = buffer[body_end:]
+        self._buffer = buffer
+
+    def _answer(self, body: bytes) -> None:
+        start = body.index(b'"id":') + 5
+        request_id = body[start : body.index(b",", start)]
+        method_at = body.index(b'"method":"') + 10
+        method = body[method_at : body.index(b'"', method_at)]
+        reply = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (request_id, RESULTS[method])
+        self._loop.call_soon(self._protocol.data_received, HEAD % len(reply) + reply)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._loop.call_soon(self._protocol.connection_lost, None)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+
+class LoopbackLoop(uvloop.Loop):  # type: ignore[misc]
+    """uvloop, whose connections are :class:`LoopbackTransport`\\ s."""
+
+    async def create_connection(  # type: ignore[override]
+        self, protocol_factory: Callable[[], asyncio.Protocol], *args: Any, **kwargs: Any
+    ) -> tuple[asyncio.Transport, asyncio.Protocol]:
+        protocol = protocol_factory()
+        transport = LoopbackTransport(self, protocol)
+        protocol.connection_made(transport)
+        return transport, protocol
+
+
+async def drive(calls: int, in_flight: int) -> None:
+    """``calls`` echo calls, ``in_flight`` at a time, over one client; checks every answer."""
+    from millimcp import Client
+
+    async with Client.over_http("http://127.0.0.1:8000/mcp") as client:
+        left = calls
+
+        async def loop() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                result = await client.call_tool("echo", {"text": ECHO})
+                if result.is_error or result.text != ECHO:
+                    raise SystemExit(f"unexpected answer: {result!r}")
+
+        await asyncio.gather(*(loop() for _ in range(in_flight)))
+
+
+def run(calls: int, in_flight: int) -> None:
+    with asyncio.Runner(loop_factory=LoopbackLoop) as runner:
+        runner.run(drive(calls, in_flight))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--in-flight", type=int, default=32)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile by own time")
+    parser.add_argument("--top", type=int, default=40)
+    args = parser.parse_args()
+    run(200, args.in_flight)  # imports and first calls out of the way
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
+    t0 = time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    run(args.calls, args.in_flight)
+    if profiler is not None:
+        profiler.disable()
+    cpu = time.process_time() - t0
+    print(f"{args.calls} calls, {args.in_flight} in flight: {cpu / args.calls * 1e6:.1f} µs CPU/call")
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
