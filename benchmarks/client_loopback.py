@@ -97,7 +97,7 @@ class LoopbackTransport(asyncio.Transport):
     def resume_reading(self) -> None: ...
 
 
-class LoopbackLoop(uvloop.Loop):  # type: ignore[misc]
+class LoopbackLoop(uvloop.Loop):
     """uvloop, whose connections are :class:`LoopbackTransport`\\ s."""
 
     async def create_connection(  # type: ignore[override]
@@ -148,7 +148,8 @@ def main() -> int:
     if profiler is not None:
         profiler.disable()
     cpu = time.process_time() - t0
-    print(f"{args.calls} calls, {args.in_flight} in flight: {cpu / args.calls * 1e6:.1f} µs CPU/call")
+    per_call = cpu / args.calls * 1e6
+    print(f"{args.calls} calls, {args.in_flight} in flight: {per_call:.1f} µs CPU/call")
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)
     return 0

@@ -2,7 +2,7 @@
 
 Top to bottom (each stage set once, trio-style, and spent from below):
 
-1. **deadline** (:func:`~millimcp.resilience.deadline.run_with_deadline`): the call's total
+1. **deadline** (:meth:`~millimcp.resilience.deadline.Deadline.watch`): the call's total
    time, queue wait, retries, backoff and MRTR rounds included; on expiry the request in
    flight is cancelled (the link closes the stream or sends ``notifications/cancelled``)
    and :class:`~millimcp.errors.CallTimeout` is raised;
@@ -54,10 +54,10 @@ from millimcp.protocol import Message, encode_request
 from millimcp.protocol.jsonrpc import decode_error
 from millimcp.protocol.methods import ReplyDecoder
 from millimcp.protocol.types import InputRequiredResult
-from millimcp.resilience.deadline import Deadline, run_with_deadline
+from millimcp.resilience.deadline import Deadline
 from millimcp.resilience.gate import CallGate
 from millimcp.resilience.policy import Limits, Retry, Timeout
-from millimcp.resilience.retry import call_with_retries, status_of
+from millimcp.resilience.retry import call_with_retries, retry_failed, status_of
 
 __all__ = ["MAX_ROUNDS", "Pipeline"]
 
@@ -148,7 +148,8 @@ class Pipeline:
     ) -> tuple[T, memoryview | None]:
         """:meth:`call`, sending ``attachment`` with the request (each round and retry) and
         returning the final reply's attachment beside its result."""
-        self.stats.calls += 1
+        stats = self.stats
+        stats.calls += 1
         if timeout is None:
             timeout = self.timeout
         deadline = Deadline(
@@ -157,9 +158,10 @@ class Pipeline:
         token: int | None = None
         if on_progress is not None or timeout.reset_on_progress:
             token = self.inbound.track_progress(on_progress, deadline)
-        try:
-            return await run_with_deadline(
-                lambda: self._rounds(
+        try:  # the stages inline (see the module docstring): no closure, no task per call
+            watch = deadline.watch(method, name)
+            try:
+                return await self._rounds(
                     method,
                     params,
                     kind,
@@ -170,12 +172,17 @@ class Pipeline:
                     token,
                     attachment,
                     tasks,
-                ),
-                deadline,
-                what=method if name is None else f"{method} {name!r}",
-            )
+                )
+            except BaseException as error:
+                timed_out = None if watch is None else watch.timed_out(error)
+                if timed_out is not None:
+                    raise timed_out from timed_out.__cause__
+                raise
+            finally:
+                if watch is not None:
+                    watch.close()
         except CallTimeout:
-            self.stats.timeouts += 1
+            stats.timeouts += 1
             raise
         finally:
             if token is not None:
@@ -203,9 +210,12 @@ class Pipeline:
         gate = self.gate
         envelope = self.envelope
         for _ in range(MAX_ROUNDS):
-            async with gate:
-                reply = await call_with_retries(
-                    lambda params=params: self._attempt(  # type: ignore[misc]
+            if not gate.try_enter():
+                await gate.enter()
+            try:
+                failed: Exception | None = None
+                try:
+                    reply = await self._attempt(
                         method,
                         params,
                         name,
@@ -216,12 +226,31 @@ class Pipeline:
                         attachment,
                         None,
                         tasks,
-                    ),
-                    self.retry,
-                    idempotent=idempotent,
-                    deadline=deadline,
-                    on_retry=self._count_retry,
-                )
+                    )
+                except Exception as exc:
+                    failed = exc  # retried outside the handler (no "during handling" chain)
+                if failed is not None:
+                    reply = await retry_failed(
+                        lambda params=params: self._attempt(  # type: ignore[misc]
+                            method,
+                            params,
+                            name,
+                            extra,
+                            token,
+                            trace,
+                            self.recovering,
+                            attachment,
+                            None,
+                            tasks,
+                        ),
+                        failed,
+                        self.retry,
+                        idempotent=idempotent,
+                        deadline=deadline,
+                        on_retry=self._count_retry,
+                    )
+            finally:
+                gate.release()
             result = kind.decode(reply.message.result, envelope.era == "modern")
             if type(result) is not InputRequiredResult:
                 return result, reply.attachment  # type: ignore[return-value]
