@@ -11,8 +11,8 @@ someone renegotiated since.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
+from random import getrandbits
 from typing import Any, Final
 
 from millimcp.codec import encode
@@ -34,31 +34,34 @@ TRACE_TAIL: Final = b'"}'
 _HANDSHAKE_HEAD: Final = b'{"traceparent":"'
 
 _otel_trace: Any = None
+_otel_context: Any = None
 
 
 def traceparent() -> str:
     """A W3C ``traceparent``: the current OpenTelemetry span's when one is active, else a
-    fresh random trace (flags ``00``: nothing was recorded on this side)."""
-    trace = _otel_trace
-    if trace:
-        context = trace.get_current_span().get_span_context()
-        if context.is_valid:
-            return (
-                f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-            )
-    return f"00-{random.getrandbits(128) or 1:032x}-{random.getrandbits(64) or 1:016x}-00"
+    fresh random trace (flags ``00``: nothing was recorded on this side).
+
+    With the OpenTelemetry API installed, an empty current context (nothing attached: no
+    span, the common case) is all it looks at; only a context that holds something is
+    asked for its span."""
+    context = _otel_context
+    if context and context.get_current():
+        span = _otel_trace.get_current_span().get_span_context()
+        if span.is_valid:
+            return f"00-{span.trace_id:032x}-{span.span_id:016x}-{int(span.trace_flags):02x}"
+    return f"00-{getrandbits(128) or 1:032x}-{getrandbits(64) or 1:016x}-00"
 
 
 def load_otel() -> None:
     """Find the OpenTelemetry API once (absent: fresh random traces)."""
-    global _otel_trace
+    global _otel_context, _otel_trace
     if _otel_trace is None:
         try:
-            from opentelemetry import trace
+            from opentelemetry import context, trace
         except ImportError:
-            _otel_trace = False
+            _otel_trace = _otel_context = False
         else:
-            _otel_trace = trace
+            _otel_trace, _otel_context = trace, context
 
 
 class Envelope:

@@ -61,6 +61,9 @@ __all__ = ["NativeLink"]
 
 log: Final = logging.getLogger("millimcp.client")
 
+_MAX_HEADS: Final = 256
+"""Request heads kept encoded (per method and header set) before the cache starts over."""
+
 
 def _context(ssl: Any) -> ssl_module.SSLContext:
     """The TLS context of ``ssl=`` as aiohttp reads it: a context as is, False for no
@@ -121,12 +124,11 @@ class NativeLink(HttpRules):
             host += f":{parts.port}"
         self._base = base_headers(tensors, headers)
         _check(self._base)
-        self._base_names = frozenset(name.lower() for name in self._base)
-        self._disjoint: dict[tuple[str, ...], bool] = {}
-        """Per set of request header names: none of them overrides a link header."""
+        self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
+        """Per method and request headers: the request's head up to its length (the whole
+        head for a GET), encoded once."""
         self._target = target
         self._host_header = host
-        self._post_prefix = self._prefix("POST", self._base)
         self._pool: Pool | None = None
         self._side: Pool | None = None
         super().__init__()
@@ -239,7 +241,7 @@ class NativeLink(HttpRules):
                 buffer = await conn.framed()
                 framed = True
             else:
-                data = await conn.body()
+                data = conn.whole_body() if conn.complete else await conn.body()
                 framed = False
         except BaseException:
             conn.close()  # cancelled or failed: the server sees the disconnect
@@ -305,40 +307,52 @@ class NativeLink(HttpRules):
             f"{method} {self._target} HTTP/1.1\r\nHost: {self._host_header}\r\n{lines}"
         ).encode()
 
-    def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
-        """The request's head: the link's headers, ``headers`` over them, the length."""
-        names = tuple(headers)
-        disjoint = self._disjoint.get(names)
-        if disjoint is None:
-            disjoint = self._base_names.isdisjoint(name.lower() for name in names)
-            if len(self._disjoint) < 64:
-                self._disjoint[names] = disjoint
-        if disjoint:
-            prefix = self._post_prefix if method == "POST" else self._prefix(method, self._base)
-        else:
+    def _start(self, method: str, headers: Mapping[str, str]) -> bytes:
+        """The request's head up to the value of its ``Content-Length`` (a GET's whole head):
+        the link's headers, ``headers`` over them; encoded once per method and headers."""
+        key = (method, tuple(headers.items()))
+        start = self._heads.get(key)
+        if start is None:
+            _check(headers)
             lowered = {name.lower() for name in headers}
             kept = {k: v for k, v in self._base.items() if k.lower() not in lowered}
-            prefix = self._prefix(method, kept)
-        _check(headers)
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        end = "\r\n" if method == "GET" else f"Content-Length: {length}\r\n\r\n"
-        return prefix + (lines + end).encode()
+            lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+            end = "\r\n" if method == "GET" else "Content-Length: "
+            start = self._prefix(method, kept) + (lines + end).encode()
+            if len(self._heads) >= _MAX_HEADS:
+                self._heads.clear()
+            self._heads[key] = start
+        return start
+
+    def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
+        """The request's head: the link's headers, ``headers`` over them, the length."""
+        start = self._start(method, headers)
+        return start if method == "GET" else b"%s%d\r\n\r\n" % (start, length)
 
     async def _exchange(
         self, pool: Pool, method: str, headers: Mapping[str, str], body: Sequence[Any]
     ) -> Connection:
         """Send one request on a connection of ``pool`` and wait for its response's head."""
         if len(body) == 1 and type(body[0]) is bytes:
-            length = len(body[0])
-            head = self._head(method, headers, length)
-            parts: list[Any] = [head + body[0]] if length < 65536 else [head, body[0]]
+            data = body[0]
+            length = len(data)
+            if length < 65536:  # one buffer, one write
+                parts: list[Any] = [
+                    b"%s%d\r\n\r\n%s" % (self._start(method, headers), length, data)
+                ]
+            else:
+                parts = [self._head(method, headers, length), data]
         else:
             length = sum(memoryview(part).nbytes for part in body)
             parts = [self._head(method, headers, length), *body]
         for _ in range(2):  # a kept-alive connection found closed before anything went out
-            conn = await pool.acquire()
+            conn = pool.take()
+            if conn is None:
+                conn = await pool.acquire()
             try:
-                conn.send(parts, limit=self.max_message_bytes, framed_limit=self._framed_limit())
+                head = conn.send(
+                    parts, limit=self.max_message_bytes, framed_limit=self._framed_limit()
+                )
             except NotSent:
                 pool.release(conn)
                 continue
@@ -346,8 +360,11 @@ class NativeLink(HttpRules):
         else:
             raise NotSent(f"could not send to {self.url}: the connections closed")
         try:
-            await conn.drained()
-            await conn.head()
+            if conn.draining:
+                await conn.drained()
+            if not head.done():
+                await head
+            conn.check_head()
         except BaseException:
             conn.close()
             pool.release(conn)
