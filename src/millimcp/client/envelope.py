@@ -11,6 +11,7 @@ someone renegotiated since.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from random import getrandbits
 from typing import Any, Final
@@ -34,7 +35,9 @@ TRACE_TAIL: Final = b'"}'
 _HANDSHAKE_HEAD: Final = b'{"traceparent":"'
 
 _otel_trace: Any = None
-_otel_context: Any = None
+_otel_current: Any = None
+"""What returns OpenTelemetry's current context: the ``ContextVar`` of its default runtime
+context when that is the one in use (one C call), else ``opentelemetry.context.get_current``."""
 
 
 def traceparent() -> str:
@@ -44,8 +47,8 @@ def traceparent() -> str:
     With the OpenTelemetry API installed, an empty current context (nothing attached: no
     span, the common case) is all it looks at; only a context that holds something is
     asked for its span."""
-    context = _otel_context
-    if context and context.get_current():
+    current = _otel_current
+    if current and current():
         span = _otel_trace.get_current_span().get_span_context()
         if span.is_valid:
             return f"00-{span.trace_id:032x}-{span.span_id:016x}-{int(span.trace_flags):02x}"
@@ -54,14 +57,25 @@ def traceparent() -> str:
 
 def load_otel() -> None:
     """Find the OpenTelemetry API once (absent: fresh random traces)."""
-    global _otel_context, _otel_trace
+    global _otel_current, _otel_trace
     if _otel_trace is None:
         try:
             from opentelemetry import context, trace
         except ImportError:
-            _otel_trace = _otel_context = False
-        else:
-            _otel_trace, _otel_context = trace, context
+            _otel_trace = _otel_current = False
+            return
+        _otel_trace = trace
+        _otel_current = context.get_current
+        runtime = getattr(context, "_RUNTIME_CONTEXT", None)
+        variable = getattr(runtime, "_current_context", None)
+        if type(runtime).__name__ == "ContextVarsRuntimeContext" and isinstance(
+            variable, contextvars.ContextVar
+        ):
+            try:
+                variable.get()  # it has a default: never raises LookupError
+            except LookupError:
+                return
+            _otel_current = variable.get
 
 
 class Envelope:

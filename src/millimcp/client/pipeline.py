@@ -161,17 +161,57 @@ class Pipeline:
         try:  # the stages inline (see the module docstring): no closure, no task per call
             watch = deadline.watch(method, name)
             try:
-                return await self._rounds(
-                    method,
-                    params,
-                    kind,
-                    name,
-                    extra_headers,
-                    idempotent,
-                    deadline,
-                    token,
-                    attachment,
-                    tasks,
+                trace = traceparent()
+                gate = self.gate
+                envelope = self.envelope
+                for _ in range(MAX_ROUNDS):
+                    if not gate.try_enter():
+                        await gate.enter()
+                    try:
+                        failed: Exception | None = None
+                        try:
+                            reply = await self._attempt(
+                                method,
+                                params,
+                                name,
+                                extra_headers,
+                                token,
+                                trace,
+                                self.recovering,
+                                attachment,
+                                None,
+                                tasks,
+                            )
+                        except Exception as exc:
+                            failed = exc  # retried outside the handler: no "during handling"
+                        if failed is not None:
+                            reply = await retry_failed(
+                                lambda params=params: self._attempt(  # type: ignore[misc]
+                                    method,
+                                    params,
+                                    name,
+                                    extra_headers,
+                                    token,
+                                    trace,
+                                    self.recovering,
+                                    attachment,
+                                    None,
+                                    tasks,
+                                ),
+                                failed,
+                                self.retry,
+                                idempotent=idempotent,
+                                deadline=deadline,
+                                on_retry=self._count_retry,
+                            )
+                    finally:
+                        gate.release()
+                    result = kind.decode(reply.message.result, envelope.era == "modern")
+                    if type(result) is not InputRequiredResult:
+                        return result, reply.attachment  # type: ignore[return-value]
+                    params = await self._answer_inputs(params, result)  # the next MRTR round
+                raise ClientError(
+                    f"{method}: the server asked for input {MAX_ROUNDS} times; gave up"
                 )
             except BaseException as error:
                 timed_out = None if watch is None else watch.timed_out(error)
@@ -192,70 +232,6 @@ class Pipeline:
         """One attempt, outside the gate, with no retry and no recovery: its raw result."""
         reply = await self._attempt(method, params, None, None, None, trace, False, None, None)
         return reply.message.result
-
-    async def _rounds(
-        self,
-        method: str,
-        params: dict[str, Any],
-        kind: ReplyDecoder[T],
-        name: str | None,
-        extra: Mapping[str, str] | None,
-        idempotent: bool,
-        deadline: Deadline,
-        token: int | None,
-        attachment: Attachment | None,
-        tasks: bool = False,
-    ) -> tuple[T, memoryview | None]:
-        trace = traceparent()
-        gate = self.gate
-        envelope = self.envelope
-        for _ in range(MAX_ROUNDS):
-            if not gate.try_enter():
-                await gate.enter()
-            try:
-                failed: Exception | None = None
-                try:
-                    reply = await self._attempt(
-                        method,
-                        params,
-                        name,
-                        extra,
-                        token,
-                        trace,
-                        self.recovering,
-                        attachment,
-                        None,
-                        tasks,
-                    )
-                except Exception as exc:
-                    failed = exc  # retried outside the handler (no "during handling" chain)
-                if failed is not None:
-                    reply = await retry_failed(
-                        lambda params=params: self._attempt(  # type: ignore[misc]
-                            method,
-                            params,
-                            name,
-                            extra,
-                            token,
-                            trace,
-                            self.recovering,
-                            attachment,
-                            None,
-                            tasks,
-                        ),
-                        failed,
-                        self.retry,
-                        idempotent=idempotent,
-                        deadline=deadline,
-                        on_retry=self._count_retry,
-                    )
-            finally:
-                gate.release()
-            result = kind.decode(reply.message.result, envelope.era == "modern")
-            if type(result) is not InputRequiredResult:
-                return result, reply.attachment  # type: ignore[return-value]
-            params = await self._answer_inputs(params, result)
-        raise ClientError(f"{method}: the server asked for input {MAX_ROUNDS} times; gave up")
 
     async def _attempt(
         self,

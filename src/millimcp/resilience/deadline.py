@@ -67,13 +67,17 @@ class Deadline:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
-        self.start = clock()
+        self.start = start = clock()
         self.total = total
         self.reset_on_progress = reset_on_progress
         self.hard_cap = hard_cap
-        self._cap_at = None if hard_cap is None else self.start + hard_cap
-        self._expires_at = _earliest(None if total is None else self.start + total, self._cap_at)
         self._watch: Watch | None = None
+        if hard_cap is None:  # the common case, without a call to _earliest
+            self._cap_at = None
+            self._expires_at = None if total is None else start + total
+        else:
+            self._cap_at = start + hard_cap
+            self._expires_at = _earliest(None if total is None else start + total, self._cap_at)
 
     @classmethod
     def from_timeout(
@@ -159,7 +163,9 @@ class Deadline:
         if task is None:
             raise RuntimeError("Deadline.watch() needs a running task")
         watch = Watch(self, keeper, task, loop.time() + remaining, what, name)
-        keeper.add(watch)
+        keeper.watches.add(watch)  # keeper.add(), inline
+        if watch.when < keeper.armed_at:
+            keeper.arm(watch.when)
         return watch
 
     def describe(self) -> str:
@@ -264,7 +270,9 @@ class Watch:
         """End the watch (idempotent). A deadline that fired while the call finished anyway
         takes its cancellation back."""
         if not self._closed:
-            self._close()
+            self._closed = True  # _close(), inline
+            self.keeper.watches.discard(self)
+            self._deadline._watch = self._previous
             if self.fired:
                 self.task.uncancel()
 
@@ -277,28 +285,25 @@ class Watch:
 class _Timekeeper:
     """The one timer of an event loop's watched calls (see the module docstring)."""
 
-    __slots__ = ("__weakref__", "_armed_at", "_handle", "loop", "watches")
+    __slots__ = ("__weakref__", "_handle", "armed_at", "loop", "watches")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.watches: set[Watch] = set()
         self._handle: asyncio.TimerHandle | None = None
-        self._armed_at = math.inf
+        self.armed_at = math.inf
 
-    def add(self, watch: Watch) -> None:
-        self.watches.add(watch)
-        if watch.when < self._armed_at:
-            self._arm(watch.when)
-
-    def _arm(self, when: float) -> None:
+    def arm(self, when: float) -> None:
+        """Fire at ``when`` (loop time), the earliest expiry (:meth:`Deadline.watch` adds a
+        watch to :attr:`watches` and arms the timer when it expires first)."""
         if self._handle is not None:
             self._handle.cancel()
-        self._armed_at = when
+        self.armed_at = when
         self._handle = self.loop.call_at(when + _SLACK_S, self._fire)
 
     def _fire(self) -> None:
         self._handle = None
-        self._armed_at = math.inf
+        self.armed_at = math.inf
         now = self.loop.time()
         earliest = math.inf
         for watch in tuple(self.watches):
@@ -310,7 +315,7 @@ class _Timekeeper:
             elif when < earliest:
                 earliest = when
         if earliest < math.inf:
-            self._arm(earliest)
+            self.arm(earliest)
 
 
 _keeper: _Timekeeper | None = None

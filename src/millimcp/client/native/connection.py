@@ -172,14 +172,18 @@ class Connection(asyncio.Protocol):
         self._unread += len(body)
         if not self._limit and self._unread > _HIGH_WATER:
             self._pause()
-        self._wake()
+        waiter = self._waiter  # _wake(), inline
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def on_message_complete(self) -> None:
         if self.status == 0 or self._error is not None:  # an interim response's end
             return
         self._complete = True
         self.reusable = self._parser.should_keep_alive() and not self.closed
-        self._wake()
+        waiter = self._waiter  # _wake(), inline
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     # -- the owner's side --------------------------------------------------------------------
 

@@ -154,7 +154,7 @@ class Pool:
         if conn.reusable and not conn.closed and not self._closed:
             if self.ssl is not None:
                 self._remember_session(conn)
-            if self._give(conn):
+            if self._waiters and self._give(conn):
                 return
             self._busy.discard(conn)
             if len(self._idle) < self.keepalive:
