@@ -26,7 +26,7 @@ from millimcp.protocol.types import (
 )
 from millimcp.protocol.types import TASKS_EXTENSION as TASKS
 
-__all__ = ["Envelope", "traceparent"]
+__all__ = ["Envelope", "trace_bytes", "traceparent"]
 
 _NO_HEADERS: Final[Mapping[str, str]] = {}
 _MAX_HEADER_SETS: Final = 4096
@@ -42,7 +42,13 @@ context when that is the one in use (one C call), else ``opentelemetry.context.g
 
 def traceparent() -> str:
     """A W3C ``traceparent``: the current OpenTelemetry span's when one is active, else a
-    fresh random trace (flags ``00``: nothing was recorded on this side).
+    fresh random trace (flags ``00``: nothing was recorded on this side)."""
+    return trace_bytes().decode()
+
+
+def trace_bytes() -> bytes:
+    """:func:`traceparent` as the bytes a request's ``_meta`` splices in (one formatting
+    step, no encoding).
 
     With the OpenTelemetry API installed, an empty current context (nothing attached: no
     span, the common case) is all it looks at; only a context that holds something is
@@ -51,8 +57,8 @@ def traceparent() -> str:
     if current and current():
         span = _otel_trace.get_current_span().get_span_context()
         if span.is_valid:
-            return f"00-{span.trace_id:032x}-{span.span_id:016x}-{int(span.trace_flags):02x}"
-    return f"00-{getrandbits(128) or 1:032x}-{getrandbits(64) or 1:016x}-00"
+            return b"00-%032x-%016x-%02x" % (span.trace_id, span.span_id, int(span.trace_flags))
+    return b"00-%032x-%016x-00" % (getrandbits(128) or 1, getrandbits(64) or 1)
 
 
 def load_otel() -> None:

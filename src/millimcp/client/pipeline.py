@@ -34,12 +34,13 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from millimcp.client.envelope import TRACE_TAIL, Envelope, traceparent
+from millimcp.client.envelope import TRACE_TAIL, Envelope, trace_bytes
 from millimcp.client.era import Negotiation
 from millimcp.client.handlers import Handlers
 from millimcp.client.inbound import Inbound, Inbox, OnProgress
 from millimcp.client.link import Attachment, Link, Reply
 from millimcp.client.results import ClientStats
+from millimcp.codec import encode
 from millimcp.errors import (
     CallTimeout,
     ClientError,
@@ -50,7 +51,7 @@ from millimcp.errors import (
     SessionNotFound,
     UnsupportedProtocolVersion,
 )
-from millimcp.protocol import Message, encode_request
+from millimcp.protocol import Message
 from millimcp.protocol.jsonrpc import decode_error
 from millimcp.protocol.methods import ReplyDecoder
 from millimcp.protocol.types import InputRequiredResult
@@ -64,6 +65,10 @@ __all__ = ["MAX_ROUNDS", "Pipeline"]
 log: Final = logging.getLogger("millimcp.client")
 
 T = TypeVar("T")
+
+_REQUEST: Final = b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
+"""A request around its id, method (as JSON) and params (encoded): the envelope is never a
+struct to encode (the same bytes as :func:`~millimcp.protocol.encode_request`)."""
 
 MAX_ROUNDS: Final = 8
 """MRTR rounds one call may take before the client gives up."""
@@ -99,6 +104,8 @@ class Pipeline:
         self.stats = ClientStats()
         self.recovering = False
         self._ids = itertools.count(1)
+        self._methods: dict[str, bytes] = {}
+        """Each method's name as JSON, for :data:`_REQUEST`."""
         self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -161,7 +168,7 @@ class Pipeline:
         try:  # the stages inline (see the module docstring): no closure, no task per call
             watch = deadline.watch(method, name)
             try:
-                trace = traceparent()
+                trace = trace_bytes()
                 gate = self.gate
                 envelope = self.envelope
                 for _ in range(MAX_ROUNDS):
@@ -228,7 +235,7 @@ class Pipeline:
             if token is not None:
                 self.inbound.untrack_progress(token)
 
-    async def send_once(self, method: str, params: dict[str, Any], trace: str) -> msgspec.Raw:
+    async def send_once(self, method: str, params: dict[str, Any], trace: bytes) -> msgspec.Raw:
         """One attempt, outside the gate, with no retry and no recovery: its raw result."""
         reply = await self._attempt(method, params, None, None, None, trace, False, None, None)
         return reply.message.result
@@ -240,7 +247,7 @@ class Pipeline:
         name: str | None,
         extra: Mapping[str, str] | None,
         token: int | None,
-        trace: str,
+        trace: bytes,
         recover: bool,
         attachment: Attachment | None,
         inbox: Inbox | None,
@@ -259,9 +266,9 @@ class Pipeline:
             request_id = next(self._ids)
             head = envelope.task_head if tasks else envelope.head
             if token is None:  # the era's _meta with this call's traceparent spliced in
-                meta = head + trace.encode() + TRACE_TAIL
+                meta = head + trace + TRACE_TAIL
             else:
-                meta = head + trace.encode() + b'","progressToken":%d}' % token
+                meta = b'%s%s","progressToken":%d}' % (head, trace, token)
             params["_meta"] = msgspec.Raw(meta)
             headers = envelope.headers_for(method, name)
             if extra:
@@ -269,9 +276,10 @@ class Pipeline:
             if inbox is not None:
                 self.inbound.streams[request_id] = inbox
             try:
+                body = _REQUEST % (request_id, self._method_json(method), encode(params))
                 reply = await self.link.request(
                     request_id,
-                    encode_request(request_id, method, params),
+                    body,
                     headers=headers,
                     on_message=on_message,
                     attachment=attachment,
@@ -291,6 +299,12 @@ class Pipeline:
                 recover = False
                 continue
             raise error
+
+    def _method_json(self, method: str) -> bytes:
+        known = self._methods.get(method)
+        if known is None:
+            known = self._methods[method] = encode(method)
+        return known
 
     def error_of(self, reply: Reply) -> ProtocolError:
         """The exception of an error reply, with its HTTP status and ``Retry-After``."""
@@ -366,7 +380,7 @@ class Pipeline:
         self.stats.calls += 1
         deadline = Deadline.from_timeout(timeout or self.timeout)
         inbox: Inbox = asyncio.Queue()
-        trace = traceparent()
+        trace = trace_bytes()
         gate = self.gate
         remaining = deadline.remaining()
         try:
