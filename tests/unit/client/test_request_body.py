@@ -28,4 +28,5 @@ def test_trace_bytes_and_traceparent_are_one_format() -> None:
     for trace in (trace_bytes().decode(), traceparent()):
         version, trace_id, span_id, flags = trace.split("-")
         assert (version, flags, len(trace_id), len(span_id)) == ("00", "00", 32, 16)
-        assert int(trace_id, 16) and int(span_id, 16)
+        assert int(trace_id, 16)
+        assert int(span_id, 16)
