@@ -114,7 +114,7 @@ test-fronts: setup tools
 # fails past +5%. About 90-140 s here (millimcp_jwt: the auth gate with a cached token), so a
 # target of its own (CI runs it after make test).
 perf: setup system-tools
-	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt --calls 400 \
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt,client --calls 400 \
 		--check benchmarks/baselines/instructions.json
 
 conformance: setup tools

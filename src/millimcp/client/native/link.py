@@ -29,7 +29,7 @@ import contextlib
 import logging
 import ssl as ssl_module
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from millimcp.client.http_reply import (
@@ -56,6 +56,9 @@ from millimcp.errors import (
     TensorFormatError,
 )
 from millimcp.resilience.policy import Limits, Timeout
+
+if TYPE_CHECKING:  # the authorizer's own requests (to authorization servers) use aiohttp
+    from millimcp.client.authorizer import Authorizer
 
 __all__ = ["NativeLink"]
 
@@ -102,11 +105,15 @@ class NativeLink(HttpRules):
         ssl: Any = None,
         tensors: bool = False,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        auth: Authorizer | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
+        self.auth = auth
+        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
+        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
         self.limits = limits or Limits()
         self.timeout = timeout or Timeout()
         self.max_message_bytes = max_message_bytes
@@ -198,6 +205,8 @@ class NativeLink(HttpRules):
             pool.close()
             if side is not None:
                 side.close()
+            if self.auth is not None:
+                await self.auth.close()
 
     async def request(
         self,
@@ -220,7 +229,7 @@ class NativeLink(HttpRules):
             parts: list[Any] = frame(body, list(attachment))
         else:
             parts = [body]
-        conn = await self._exchange(pool, "POST", headers, parts)
+        conn = await self._post(pool, headers, parts)
         status = conn.status
         response_headers = conn.headers
         try:
@@ -263,7 +272,7 @@ class NativeLink(HttpRules):
             raise NotSent("the client is closed")
         pool = self._side_pool()
         headers = self._sending(headers)
-        conn = await self._exchange(pool, "POST", headers, [body])
+        conn = await self._post(pool, headers, [body])
         try:
             data = await conn.body()
         except BaseException:
@@ -283,7 +292,7 @@ class NativeLink(HttpRules):
     @contextlib.asynccontextmanager
     async def _get(self, headers: Mapping[str, str]) -> AsyncIterator[Stream]:
         pool = self._side_pool()
-        conn = await self._exchange(pool, "GET", headers, [])
+        conn = await self._exchange(pool, "GET", await self._auth_headers(headers), [])
         try:
             yield conn.status, conn.headers.get("content-type", ""), conn.chunks()
         finally:
@@ -293,11 +302,51 @@ class NativeLink(HttpRules):
     async def _delete(self, headers: Mapping[str, str]) -> None:
         pool = self._pool
         assert pool is not None
-        conn = await self._exchange(pool, "DELETE", headers, [])
+        conn = await self._exchange(pool, "DELETE", await self._auth_headers(headers), [])
         try:
             await conn.body()
         finally:
             pool.release(conn)
+
+    # -- authorization ----------------------------------------------------------------------
+
+    async def _post(self, pool: Pool, headers: Mapping[str, str], parts: list[Any]) -> Connection:
+        """POST ``parts``; with an authorizer, its token goes with the request and a challenge
+        runs the flow and sends the same request again (the server refused it before doing
+        anything), until the authorizer is exhausted (then the refusal is the answer)."""
+        auth = self.auth
+        if auth is None:
+            return await self._exchange(pool, "POST", headers, parts)
+        after_flow = False
+        while True:
+            sent = await auth.before()
+            sending = headers if sent is None else {**headers, "Authorization": sent}
+            try:
+                conn = await self._exchange(pool, "POST", sending, parts)
+            except ConnectionLost:
+                # A flow takes seconds (a person: minutes): a kept-alive connection may have
+                # been closed under it by the server's keep-alive timeout. Once, on another.
+                if not after_flow:
+                    raise
+                after_flow = False
+                continue
+            challenge = conn.headers.get("www-authenticate")
+            if not auth.wants(conn.status, challenge):
+                auth.settled()
+                return conn
+            if auth.exhausted():
+                return conn
+            status = conn.status
+            conn.close()  # the refusal's body is not read: this connection is done
+            pool.release(conn)
+            await auth.challenge(status, challenge, sent)
+            after_flow = True
+
+    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        if self.auth is None:
+            return headers
+        value = await self.auth.before()
+        return headers if value is None else {**headers, "Authorization": value}
 
     # -- one exchange -----------------------------------------------------------------------
 
