@@ -229,7 +229,10 @@ class NativeLink(HttpRules):
             parts: list[Any] = frame(body, list(attachment))
         else:
             parts = [body]
-        conn = await self._post(pool, headers, parts)
+        if self.auth is None:  # no coroutine more on the hot path
+            conn = await self._exchange(pool, "POST", headers, parts)
+        else:
+            conn = await self._post(pool, headers, parts)
         status = conn.status
         response_headers = conn.headers
         try:
