@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import Session, selectinload
 
-from orders.db import AS_OF, COVERING_INDEX, Customer, Order, OrderLine, Product, Profile
+from orders.schema import AS_OF, COVERING_INDEX, Customer, Order, OrderLine, Product, Profile
 
 __all__ = ["CoreQueries", "Offload", "OrmQueries", "Queries", "since_for"]
 
@@ -457,7 +457,8 @@ async def _time_queries(url: str, orders: int, runs: int) -> list[str]:
     import random
     import statistics
 
-    from orders.db import async_engine, customers_for, ensure_database, sync_engine
+    from orders.db import async_engine, ensure_database, sync_engine
+    from orders.seeding import customers_for
 
     plain = ensure_database(url, orders=orders, covering=False)
     covered = ensure_database(url, orders=orders, covering=True)

@@ -60,8 +60,9 @@ from millimcp.observe import trace_headers
 from millimcp.protocol.types import CallToolResult
 from orders.auth import WRITE, Verifier
 from orders.config import FLAGS, PRESETS, OrdersConfig, data_dir, with_settings
-from orders.db import HISTORY_DAYS, async_engine, ensure_database, ignores_index, sync_engine
+from orders.db import async_engine, ensure_database, ignores_index, sync_engine
 from orders.queries import CoreQueries, Offload, OrmQueries, Queries, since_for
+from orders.schema import HISTORY_DAYS
 from orders.sqlite_queries import SqliteQueries, sqlite_path
 
 __all__ = ["build_server", "main"]
