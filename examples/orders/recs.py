@@ -97,7 +97,10 @@ class CachedRecommender(Recommender):
             False,  # in this process only
             ask,
         )
-        return result.structured_content  # type: ignore[no-any-return]
+        answer: dict[str, Any] | None = result.structured_content
+        if answer is None:  # ask() always sets it
+            raise RuntimeError("the cache store returned a result without the answer")
+        return answer
 
     async def close(self) -> None:
         await self.inner.close()
