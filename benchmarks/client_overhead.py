@@ -717,7 +717,9 @@ def print_targets(reports: list[Report]) -> None:
     """The issue's targets, at the highest concurrency measured."""
     ok = {(r.client, r.in_flight): r for r in reports if r.runs and r.status == "ok"}
     top = max((n for _, n in ok), default=None)
-    mine = ok.get(("millimcp", top)) if top is not None else None
+    if top is None:
+        return
+    mine = ok.get(("millimcp", top))
     if mine is None:
         return
     m = mine.median["client_cpu_us_per_call"]

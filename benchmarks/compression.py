@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from loadgen import http1_request, parse_response, run_load
+from loadgen import http1_request, run_load
 from server_overhead import (
     HOST,
     Target,
@@ -29,6 +29,7 @@ from server_overhead import (
     served,
 )
 
+from millimcp.lab.loadgen import parse_response
 from millimcp.testing import modern_request
 
 TARGET = Target("big", "millimcp_big", "millimcp", "millimcp, 50 KB report tool")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loadgen import BENCH_CLIENT_META, ECHO_TEXT, PROTOCOL_VERSION, parse_response, run_load
+from loadgen import BENCH_CLIENT_META, ECHO_TEXT, PROTOCOL_VERSION, run_load
 from server_overhead import (
     HOST,
     REPO_ROOT,
@@ -52,6 +52,7 @@ from server_overhead import (
     uvicorn_command,
 )
 
+from millimcp.lab.loadgen import parse_response
 from millimcp.testing import modern_meta
 
 HANDSHAKE_VERSION = "2025-11-25"

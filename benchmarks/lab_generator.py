@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
 
             def med(field: str, mine: list[Row] = mine) -> float:
-                return statistics.median(getattr(r, field) for r in mine)
+                value: float = statistics.median(getattr(r, field) for r in mine)
+                return value
 
             line = {
                 "target": name,

@@ -25,8 +25,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from loadgen import ProtocolError, build_request, parse_response
+from loadgen import ProtocolError, build_request
 from server_overhead import HOST, Target, cpu_counters, new_runner, percentile_ms, served
+
+from millimcp.lab.loadgen import parse_response
 
 CAPACITY = 100.0  # calls/s: 10 downstream connections x 100 ms
 TARGETS = {
