@@ -50,8 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from loadgen import ECHO_TEXT, ProtocolError, build_request, response_ok
-from server_overhead import (
+from harness import (
     HOST,
     ServerProcess,
     calibrate,
@@ -66,6 +65,7 @@ from server_overhead import (
     serving,
     uvicorn_command,
 )
+from loadgen import ECHO_TEXT, ProtocolError, build_request, response_ok
 
 SCRIPT = Path(__file__).resolve()
 PATH = "/mcp"

@@ -31,13 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from server_overhead import (
-    CLK_TCK,
-    TARGETS,
-    calibrate,
-    cpu_counters,
-    served,
-)
+from harness import CLK_TCK, calibrate, cpu_counters
+from server_overhead import TARGETS, served
 
 from millimcp.lab.loadgen import Plan, prepare_full, prepare_lean, run_event_loop
 from millimcp.lab.recording import LoadReport

@@ -25,8 +25,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from harness import HOST, cpu_counters, new_runner, percentile_ms
 from loadgen import ProtocolError, build_request
-from server_overhead import HOST, Target, cpu_counters, new_runner, percentile_ms, served
+from server_overhead import Target, served
 
 from millimcp.lab.loadgen import parse_response
 
