@@ -223,6 +223,11 @@ def percentile_ms(sorted_ns: list[int], q: float) -> float:
     return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1e6
 
 
+def shown(value: float | None, fmt: str) -> str:
+    """``value`` formatted with ``fmt``, or ``-`` where there is none (a table's empty cell)."""
+    return "-" if value is None else format(value, fmt)
+
+
 def json_safe(value: Any) -> Any:
     """NaN/inf (a run with no successful calls) become null, so the file is strict JSON."""
     if isinstance(value, float) and not math.isfinite(value):

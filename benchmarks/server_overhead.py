@@ -42,6 +42,7 @@ from harness import (
     pinned,
     rss_mb,
     serving,
+    shown,
     uvicorn_command,
 )
 from loadgen import ECHO_TEXT, LoadResult, build_request, probe, run_load
@@ -404,10 +405,6 @@ def print_target(index: int, rep: TargetReport) -> None:
     print()
 
 
-def _fmt(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def print_table(reports: list[TargetReport]) -> None:
     columns = (  # header, width
         ("target", 9),
@@ -435,18 +432,18 @@ def print_table(reports: list[TargetReport]) -> None:
         m = rep.median
         cells = (
             rep.name,
-            _fmt(m.get("calls_per_s"), ",.0f"),
-            _fmt(m.get("p50_ms"), ".2f"),
-            _fmt(m.get("p95_ms"), ".2f"),
-            _fmt(m.get("p99_ms"), ".2f"),
-            _fmt(m.get("server_cpu_us_per_call"), ".1f"),
-            _fmt(rep.cpu_vs_raw, ".2f"),
-            _fmt(rep.paired_vs_raw, ".2f"),
-            _fmt(rep.cpu_vs_official, ".3f"),
-            _fmt(m.get("server_busy"), ".0%"),
-            _fmt(rep.framework_import_ms, ".0f"),
-            _fmt(rep.app_import_ms, ".0f"),
-            _fmt(m.get("rss_after_mb"), ".1f"),
+            shown(m.get("calls_per_s"), ",.0f"),
+            shown(m.get("p50_ms"), ".2f"),
+            shown(m.get("p95_ms"), ".2f"),
+            shown(m.get("p99_ms"), ".2f"),
+            shown(m.get("server_cpu_us_per_call"), ".1f"),
+            shown(rep.cpu_vs_raw, ".2f"),
+            shown(rep.paired_vs_raw, ".2f"),
+            shown(rep.cpu_vs_official, ".3f"),
+            shown(m.get("server_busy"), ".0%"),
+            shown(rep.framework_import_ms, ".0f"),
+            shown(rep.app_import_ms, ".0f"),
+            shown(m.get("rss_after_mb"), ".1f"),
         )
         row = " ".join(
             f"{cell:<{w}}" if i == 0 else f"{cell:>{w}}"
