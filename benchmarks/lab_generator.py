@@ -31,13 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from server_overhead import (
-    CLK_TCK,
-    TARGETS,
-    calibrate,
-    cpu_counters,
-    served,
-)
+from harness import CLK_TCK, calibrate, cpu_counters
+from server_overhead import TARGETS, served
 
 from millimcp.lab.loadgen import Plan, prepare_full, prepare_lean, run_event_loop
 from millimcp.lab.recording import LoadReport
@@ -205,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
 
             def med(field: str, mine: list[Row] = mine) -> float:
-                return statistics.median(getattr(r, field) for r in mine)
+                value: float = statistics.median(getattr(r, field) for r in mine)
+                return value
 
             line = {
                 "target": name,

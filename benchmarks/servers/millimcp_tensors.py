@@ -25,7 +25,8 @@ async def take(x: np.ndarray) -> int:
 @server.tool()
 async def infer(x: np.ndarray) -> np.ndarray:
     """An image in, 1,000 floats out: the transport cost of a classifier."""
-    return DATA[:1000] + x[0, 0, 0, 0]
+    logits: np.ndarray = DATA[:1000] + x[0, 0, 0, 0]
+    return logits
 
 
 @server.tool()
