@@ -77,7 +77,9 @@ async def measure(
 ) -> tuple[LoadReport, dict[str, float], float]:
     """One warmup and one measured window; the report, the server's counters over the window
     and this core's busy seconds over it."""
-    async with connect(parse_target(url), max_in_flight=concurrency) as link:
+    # era="modern": the raw floor answers every POST with the canned tools/call result, so
+    # it cannot answer server/discover; both targets speak 2026-07-28 without a handshake.
+    async with connect(parse_target(url), era="modern", max_in_flight=concurrency) as link:
         _, template = await link.call_template("echo", {"text": "hello"})
 
         async def window(seconds: float) -> LoadReport:
