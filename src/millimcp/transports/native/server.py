@@ -37,9 +37,18 @@ __all__ = ["NativeServer", "run_native", "run_one", "serve_native", "tls_context
 
 
 def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
-    """A server context: TLS 1.2+, session tickets (OpenSSL's default), ALPN http/1.1."""
+    """A server context: TLS 1.2+, session tickets (OpenSSL's default), ALPN http/1.1.
+
+    Files that cannot be read or do not hold a matching PEM pair raise
+    :class:`~millimcp.errors.ConfigurationError` (one line in the CLI)."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(certfile, keyfile)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigurationError(
+            f"cannot load the TLS certificate {certfile!r} and key {keyfile!r}: {reason}"
+        ) from None
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
     return context
@@ -242,17 +251,20 @@ def run_native(
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
-    if workers <= 1:
-        if banner is None:
-            return run_one(app, host=host, port=port, ssl_context=context, announce=True)
-
-        def announce() -> None:
-            print(banner, file=sys.stderr, flush=True)
-
-        return run_one(app, host=host, port=port, ssl_context=context, on_ready=announce)
     from millimcp.transports.supervisor import ForkedWorker, Supervisor, listen, ready_signal
 
-    sock = listen(host, port)
+    sock = listen(host, port)  # a port in use: one ConfigurationError, not a traceback
+    if workers <= 1:
+        try:
+            if banner is None:
+                return run_one(app, host=host, sock=sock, ssl_context=context, announce=True)
+
+            def announce() -> None:
+                print(banner, file=sys.stderr, flush=True)
+
+            return run_one(app, host=host, sock=sock, ssl_context=context, on_ready=announce)
+        finally:
+            sock.close()
     supervisor: Supervisor
 
     def spawn(ready: int, lifeline: int) -> ForkedWorker:
