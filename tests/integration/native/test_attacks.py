@@ -316,7 +316,7 @@ def test_a_client_that_stops_reading_stops_being_read_and_is_dropped() -> None:
 def test_health_is_200_then_503_while_draining() -> None:
     with native(config(health_path="/healthz")) as served:
         status, _, body, _ = exchange(served, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert (status, body) == (200, b"ok")
+        assert (status, body) == (200, b"ok\n")
         busy = served.connect()
         busy.sendall(tool("slow", 1, seconds=0.5, tag="drain"))
         time.sleep(0.1)
