@@ -1,9 +1,10 @@
 """``millimcp serve module:server`` (also ``python -m millimcp``).
 
-Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both uvicorn and granian
-set it on accepted sockets); access logs off. uvicorn with httptools and uvloop is the default
-HTTP server: on a raw ASGI app it costs about half the CPU per call of granian's ASGI mode
-here (21 vs 42 us), see docs/serving.md.
+Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (every front sets it on
+accepted sockets); access logs off. The native HTTP/1.1 front (asyncio.Protocol + httptools,
+no ASGI layer) is the default: it passes the same conformance, interop and hostile-input tests
+as uvicorn at less CPU per call than the bare ASGI floor; ``--http uvicorn|granian`` (or
+``MILLIMCP_HTTP_FRONT``) picks an ASGI server instead, see docs/serving.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from typing import Any, NoReturn
 
 from millimcp.errors import ConfigurationError, MissingExtra
-from millimcp.server.serve import load_target, run_app
+from millimcp.server.serve import FRONT_ENV, FRONTS, default_front, load_target, run_app
 from millimcp.transports.http import HttpConfig
 
 __all__ = ["load_target", "main"]
@@ -81,7 +82,12 @@ def _main(argv: list[str]) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--http", choices=("uvicorn", "granian", "native"), default="uvicorn")
+    serve.add_argument(
+        "--http",
+        choices=FRONTS,
+        help=f"the HTTP server (default: native, or ${FRONT_ENV}): millimcp's native "
+        "HTTP/1.1 front, or the ASGI app under uvicorn or granian",
+    )
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
     serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
@@ -111,6 +117,12 @@ def _main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return _serve_stdio(args)
+    if args.http is None:
+        try:
+            args.http = default_front()
+        except ConfigurationError as exc:
+            print(f"millimcp: {exc}", file=sys.stderr)
+            return 2
     if args.http == "native":
         return _serve_native(args)
     try:
