@@ -68,11 +68,7 @@ class NativeServer:
         backlog: int = 2048,
         sock: socket.socket | None = None,
     ) -> None:
-        if not isinstance(app, StreamableHTTPApp):
-            raise ConfigurationError(
-                "the native front serves a millimcp endpoint app (server.asgi()), "
-                f"not {type(app).__name__}"
-            )
+        _require_endpoint(app)
         try:
             import httptools  # noqa: F401
         except ImportError:
@@ -159,6 +155,15 @@ class NativeServer:
         await self.drain(0.0)
 
 
+def _require_endpoint(app: Any) -> None:
+    """Refuse, in one line, an app the native front cannot serve (it reads no ASGI)."""
+    if not isinstance(app, StreamableHTTPApp):
+        raise ConfigurationError(
+            "the native front serves a millimcp endpoint app (server.asgi()), not "
+            f"{type(app).__name__}: serve that with an ASGI server (--http uvicorn)"
+        )
+
+
 def _end(conn: HttpConnection) -> None:
     """End a connection's response cleanly: the last chunk of a stream, then close."""
     exchange = conn.exchange
@@ -187,6 +192,7 @@ async def serve_native(
     ``sock``: a listening socket to serve instead of binding ``host:port``; ``on_ready`` is
     called once it listens; the end of the pipe ``lifeline`` (a supervisor's) stops it too.
     """
+    _require_endpoint(app)
     lifespan = app._lifespan
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -248,6 +254,7 @@ def run_native(
 ) -> int:
     """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share one socket
     (:class:`~millimcp.transports.supervisor.Supervisor`, forked: the app is built once)."""
+    _require_endpoint(app)
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
