@@ -117,14 +117,14 @@ def _main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return _serve_stdio(args)
-    if args.http is None:
-        try:
-            args.http = default_front()
-        except ConfigurationError as exc:
-            print(f"millimcp: {exc}", file=sys.stderr)
-            return 2
-    if args.http == "native":
+    try:
+        front = args.http or default_front()
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    if front == "native":  # args.http None: native unless the app is not an endpoint app
         return _serve_native(args)
+    args.http = front
     try:
         _serve_http(args)
     except ConfigurationError as exc:
@@ -177,7 +177,7 @@ def _serve_workers(args: argparse.Namespace) -> None:
 
     spec = {
         "target": args.target,
-        "front": args.http,
+        "front": args.http,  # None: each worker picks (server.serve.front_for)
         "path": args.path,
         "graceful_timeout_s": args.graceful_timeout,
         "health_path": args.health_path,
@@ -187,9 +187,10 @@ def _serve_workers(args: argparse.Namespace) -> None:
     }
     scheme = "https" if args.certfile else "http"
     host = f"[{args.host}]" if ":" in args.host else args.host
+    front = args.http or default_front()
     banner = (
         f"millimcp: serving {scheme}://{host}:{args.port}{args.path} ({args.workers} "
-        f"{args.http} workers, pid {os.getpid()}; SIGHUP restarts them one by one; Ctrl-C or "
+        f"{front} workers, pid {os.getpid()}; SIGHUP restarts them one by one; Ctrl-C or "
         "SIGTERM to stop)"
     )
     code = run_workers(
@@ -205,7 +206,10 @@ def _serve_workers(args: argparse.Namespace) -> None:
 
 
 def _serve_native(args: argparse.Namespace) -> int:
-    """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`)."""
+    """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`).
+
+    Without ``--http`` an app the native front cannot serve (an auth-protected server's
+    gate) goes to uvicorn (:func:`~millimcp.server.serve.front_for`)."""
     if args.workers > 1:
         try:
             _check_module(args.target)
@@ -229,7 +233,9 @@ def _serve_native(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             workers=args.workers,
-            http="native",
+            http=args.http,
+            log_level=args.log_level,
+            graceful_timeout_s=args.graceful_timeout,
             certfile=args.certfile,
             keyfile=args.keyfile,
             banner=f"millimcp: serving {scheme}://{host}:{args.port}{args.path} "
