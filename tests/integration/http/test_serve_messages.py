@@ -113,8 +113,9 @@ def test_without_http_a_protected_server_is_served_by_uvicorn(workers: str) -> N
         )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
-        assert refused.value.code == 401
-        assert "resource_metadata=" in refused.value.headers["www-authenticate"]
+        with refused.value:  # its response, and the socket under it
+            assert refused.value.code == 401
+            assert "resource_metadata=" in refused.value.headers["www-authenticate"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
