@@ -59,8 +59,12 @@ def test_start_line_then_a_clean_stop() -> None:
         (["tests.servers.basic_server:server", "--bogus"], "unrecognized arguments: --bogus"),
         (["no_such_module_here", "--workers", "2"], "cannot import 'no_such_module_here'"),
         (["tests.servers.basic_server:nothing", "--workers", "3"], "has no attribute 'nothing'"),
+        (
+            ["tests.servers.basic_server:server", *["--certfile", "no.pem", "--keyfile", "no.pem"]],
+            "cannot load the TLS certificate 'no.pem' and key 'no.pem': No such file",
+        ),
     ],
-    ids=["module", "attribute", "not-a-server", "flag", "workers", "workers-attribute"],
+    ids=["module", "attribute", "not-a-server", "flag", "workers", "workers-attribute", "tls"],
 )
 def test_a_mistake_is_one_line_and_status_2(args: list[str], says: str) -> None:
     done = run_serve(*args)
