@@ -85,15 +85,16 @@ def test_without_middleware_the_method_table_is_the_plain_one() -> None:
 async def test_a_middleware_sees_a_tool_result_struct_not_pre_encoded_bytes() -> None:
     server = mcp2.MCPServer("mw")
 
-    @server.tool()
-    async def echo(text: str) -> str:  # the server's shortest path: a pre-encoded result
+    @server.server.tool()  # registered as is: the server's shortest path, pre-encoded
+    async def echo(text: str) -> str:
         return text
 
     seen: list[Any] = []
 
     async def look(ctx: RequestContext, call_next: Any) -> Any:
         result = await call_next(ctx)
-        seen.append(result)
+        if ctx.method == "tools/call":
+            seen.append(result)
         return result
 
     server.middleware.append(look)
