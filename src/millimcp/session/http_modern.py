@@ -17,11 +17,11 @@ from typing import Any
 
 from millimcp.errors import ProtocolError
 from millimcp.observe import TRACE, clock
-from millimcp.protocol import McpHeaders, encode_error
+from millimcp.protocol import McpHeaders, encode_error, encode_result
 from millimcp.session.context import Context
 from millimcp.session.disconnects import DisconnectSweeper
 from millimcp.session.inflight import Call
-from millimcp.session.router import Route, Router
+from millimcp.session.router import Outcome, Route, Router
 from millimcp.transports.http import Exchange
 
 __all__ = ["ModernHttp", "refuse"]
@@ -73,10 +73,14 @@ class ModernHttp:
         try:
             # Router.run, inlined (one coroutine fewer): the handler, then its outcome.
             result = await route.handler(params, ctx)
+            if record is None and ctx._attachments is None:
+                # Router.outcome without what cannot apply: untraced, no attachment, and a
+                # modern version (no resultType to strip).
+                outcome: Outcome | None = 200, encode_result(request_id, result), None, None, True
+            else:
+                outcome = router.outcome(result, ctx, record)
         except BaseException as exc:
             outcome = router.failed(exc, route, params, ctx, call)
-        else:
-            outcome = router.outcome(result, ctx, record)
         finally:
             sweeper.active.discard(call)  # sweeper.leave, inlined
             if call.watcher is not None:

@@ -405,15 +405,16 @@ class StreamableHTTPApp:
                 extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
                 await _error(send, exc.status, exc.message, extra)
                 return
-        # _mcp_headers, inlined: this is the hot path.
+        # _mcp_headers, inlined: this is the hot path. The values recur (a few versions,
+        # methods and names): each is decoded once and remembered (_TEXT).
         version = get(b"mcp-protocol-version")
         mcp_method = get(b"mcp-method")
         name = get(b"mcp-name")
         session = get(b"mcp-session-id")
         mcp = McpHeaders(
-            None if version is None else version.decode("latin-1"),
-            None if mcp_method is None else mcp_method.decode("latin-1"),
-            None if name is None else name.decode("latin-1"),
+            None if version is None else _TEXT.get(version) or _text(version),
+            None if mcp_method is None else _TEXT.get(mcp_method) or _text(mcp_method),
+            None if name is None else _TEXT.get(name) or _text(name),
             raw_headers,
             None if session is None else session.decode("latin-1"),
         )
@@ -542,6 +543,24 @@ class StreamableHTTPApp:
             await send({"type": kind, "message": repr(exc)})
             return
         await send({"type": "lifespan.shutdown.complete"})
+
+
+_TEXT: Final[dict[bytes, str]] = {}
+"""MCP header values (versions, methods, names) decoded before: ``_TEXT.get(value)``."""
+_TEXT_SIZE: Final = 1024
+_TEXT_LONGEST: Final = 256
+
+
+def _text(value: bytes) -> str:
+    """``value`` decoded (latin-1, as every header value here) and remembered in ``_TEXT``
+    when short: at most ``_TEXT_SIZE`` values of ``_TEXT_LONGEST`` bytes (a client that makes
+    up values costs a decode each; the memo starts again when full)."""
+    text = value.decode("latin-1")
+    if len(value) <= _TEXT_LONGEST:
+        if len(_TEXT) >= _TEXT_SIZE:
+            _TEXT.clear()
+        _TEXT[value] = text
+    return text
 
 
 def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:
