@@ -331,7 +331,11 @@ class StreamableHTTPApp:
         for callback in self.on_drain:
             callback()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes] | None = None
+    ) -> None:
+        """The ASGI application. ``headers``: ``dict(scope["headers"])``, when the caller in
+        front of the app has built it already (the auth gate does: one dict per request)."""
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self._run_lifespan(receive, send)
@@ -347,7 +351,8 @@ class StreamableHTTPApp:
                     await route(scope, receive, send)
                 return
         raw_headers = scope["headers"]
-        headers = dict(raw_headers)  # names are lower-case in ASGI
+        if headers is None:
+            headers = dict(raw_headers)  # names are lower-case in ASGI
         get = headers.get
         content_type = get(b"content-type")
         method = scope["method"]
