@@ -19,16 +19,20 @@ What it learns, per model (one policy per batcher):
   additive increase, multiplicative decrease), and the limit never grows to a size whose run
   alone would miss the objective;
 - **who comes back, and how soon**: callers in a closed loop (an agent, a benchmark) send
-  their next request soon after their answer. The policy counts the rows a batch released
-  and the arrivals since, and keeps a weighted mean of the delay from a release to each of
-  those arrivals.
+  their next request soon after their answer. :class:`Returns` keeps the recent batches'
+  releases, counts each arrival as a return of the oldest release with callers still out,
+  and keeps weighted means of the delay from a release to a return and to the last return.
 
-When the model frees up with ``n`` rows queued, running them now serves ``n / cost(n)`` rows
-per second. If ``m`` released callers have not come back yet, waiting for them (until about
-twice their usual return delay) serves ``(n + m) / (wait + cost(n + m))``. The policy waits
-only when that is at least ``min_gain`` better, never longer than the batch of ``n`` would
-take to run (nor past what the latency objective leaves). A lone caller is never kept
-waiting: the only request queued is its own, and no one else is out.
+When the model frees up with ``n`` rows queued and ``m`` released callers still out, it
+weighs two cycles, not one batch: run the ``n`` now and the ``m``, back meanwhile, make the
+next batch (the model runs ``cost(n) + cost(m)``), or wait for them and run ``n + m`` at once
+(``wait + cost(n + m)``). It waits only when that is at least ``min_gain`` cheaper, so never
+longer than the batch overhead it saves, nor longer than the batch of ``n`` would take to run,
+nor past what the latency objective leaves; it stops waiting as soon as they are back.
+Weighing only the next batch's rate (``n / cost(n)`` now against ``(n + m) / (wait +
+cost(n + m))``) let 32 closed-loop callers split into two groups that took turns for good.
+A lone caller is never kept waiting: the only request queued is its own, and no one else
+is out.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-__all__ = ["AdaptivePolicy", "CostModel", "Wait"]
+__all__ = ["AdaptivePolicy", "CostModel", "Returns", "Wait"]
 
 
 class CostModel:
@@ -125,6 +129,84 @@ class Wait:
 RUN_NOW = Wait(0.0, 0)
 
 
+class Returns:
+    """Callers answered by recent batches and not back yet, and how soon they come back.
+
+    Closed-loop callers send their next request soon after their answer. Each batch's release
+    is kept (when, how many callers, how many still out); an arrival is counted as a return
+    of the oldest release with callers out (first answered, first back), and its delay from
+    that release feeds a weighted mean, as does the delay until the last caller of a release
+    is back. Attributing every arrival to the latest release instead, as this did first, made
+    callers who come back after the next batch ended look like instant returns of that batch,
+    and the batcher held the model idle for callers who were not coming. A release whose
+    callers are not all back after four times the usual delay is forgotten (those callers
+    left, or were new ones)."""
+
+    __slots__ = ("_out", "all_back", "delay")
+
+    def __init__(self) -> None:
+        self._out: collections.deque[list[float]] = collections.deque(maxlen=16)
+        """[released at, callers, callers still out], oldest first."""
+        self.delay: float | None = None
+        """Weighted mean delay from a release to a return (seconds)."""
+        self.all_back: float | None = None
+        """Weighted mean delay from a release until the last of its callers was back."""
+
+    def __repr__(self) -> str:
+        return f"<Returns out={sum(int(e[2]) for e in self._out)} delay={self.delay}>"
+
+    def released(self, rows: int, now: float) -> None:
+        self._out.append([now, rows, rows])
+
+    def arrived(self, now: float) -> None:
+        out = self._out
+        self._forget(now)
+        if not out:
+            return
+        entry = out[0]
+        entry[2] -= 1
+        delay = max(0.0, now - entry[0])
+        mean = self.delay
+        if mean is None or delay <= 4 * mean + 0.001:  # later: a new caller, not a return
+            self.delay = delay if mean is None else mean + 0.2 * (delay - mean)
+            if not entry[2] and entry[1] > 1:  # the last of them is back
+                back = self.all_back
+                self.all_back = delay if back is None else back + 0.2 * (delay - back)
+        if not entry[2]:
+            out.popleft()
+
+    def out(self, now: float) -> int:
+        """Callers answered recently and not back yet."""
+        self._forget(now)
+        return sum(int(entry[2]) for entry in self._out)
+
+    def back(self, rows: int, now: float) -> tuple[float, float] | None:
+        """When ``rows`` of the callers out should be back: (expected, latest) seconds from
+        ``now``; None before any return was seen."""
+        mean = self.delay
+        if mean is None:
+            return None
+        usual = self.all_back if self.all_back is not None else 2 * mean
+        counted = 0
+        released_at = 0.0
+        for entry in self._out:
+            released_at = entry[0]
+            counted += int(entry[2])
+            if counted >= rows:
+                break
+        expected = released_at + usual - now
+        return max(0.0, expected), expected + 0.5 * usual  # some slack for stragglers
+
+    def _forget(self, now: float) -> None:
+        mean = self.delay
+        if mean is None:
+            return
+        out = self._out
+        horizon = 4 * (self.all_back if self.all_back is not None else mean) + 0.001
+        while out and now - out[0][0] > horizon:
+            out.popleft()
+
+
 class AdaptivePolicy:
     """The limit, the returning callers and the wait decision (see the module docstring)."""
 
@@ -132,10 +214,6 @@ class AdaptivePolicy:
         "_below",
         "_plateau",
         "_proven",
-        "_released",
-        "_released_at",
-        "_return_delay",
-        "_returned",
         "_since_probe",
         "costs",
         "limit",
@@ -143,6 +221,7 @@ class AdaptivePolicy:
         "min_gain",
         "objective",
         "probe_every",
+        "returns",
         "samples",
     )
 
@@ -170,10 +249,7 @@ class AdaptivePolicy:
         self._proven = True
         """Whether the step up to ``limit`` was shown to pay (or it was settled on)."""
         self._since_probe = 0
-        self._released = 0
-        self._returned = 0
-        self._released_at = 0.0
-        self._return_delay: float | None = None
+        self.returns = Returns()
 
     def __repr__(self) -> str:
         return f"<AdaptivePolicy limit={self.limit} plateau={self._plateau} {self.costs!r}>"
@@ -182,20 +258,11 @@ class AdaptivePolicy:
 
     def arrived(self, now: float) -> None:
         """A request arrived at ``now`` (seconds, any monotonic clock)."""
-        if self._returned < self._released:
-            self._returned += 1
-            delay = max(0.0, now - self._released_at)
-            mean = self._return_delay
-            if mean is None:
-                self._return_delay = delay
-            elif delay <= 4 * mean + 0.001:  # later than that: a new caller, not a return
-                self._return_delay = mean + 0.2 * (delay - mean)
+        self.returns.arrived(now)
 
     def released(self, rows: int, now: float) -> None:
         """A batch answered ``rows`` callers at ``now``: they may come back."""
-        self._released = rows
-        self._returned = 0
-        self._released_at = now
+        self.returns.released(rows, now)
 
     def ran(self, rows: int, seconds: float, backlog: int = 0) -> None:
         """A batch of ``rows`` ran in ``seconds``; ``backlog`` rows are queued as it ends.
@@ -248,25 +315,32 @@ class AdaptivePolicy:
     # -- what to do -----------------------------------------------------------------------------
 
     def wait(self, queued: int, oldest_age: float, now: float) -> Wait:
-        """The model is free and ``queued`` rows wait (the oldest for ``oldest_age``)."""
-        limit = self.limit
-        more = min(limit - queued, self._released - self._returned)
-        mean = self._return_delay
-        if more <= 0 or mean is None:
+        """The model is free and ``queued`` rows wait (the oldest for ``oldest_age``): run
+        now, or wait for the callers out (the two cycles of the module docstring)."""
+        returns = self.returns
+        more = min(self.limit - queued, returns.out(now))
+        if more <= 0:
             return RUN_NOW
         costs = self.costs
-        now_cost, then_cost = costs.cost(queued), costs.cost(queued + more)
-        if now_cost is None or then_cost is None or now_cost <= 0:
+        now_cost, then_cost, next_cost = (
+            costs.cost(queued),
+            costs.cost(queued + more),
+            costs.cost(more),
+        )
+        if now_cost is None or then_cost is None or next_cost is None or now_cost <= 0:
             return RUN_NOW
-        delay = self._released_at + 2 * mean - now
-        if delay <= 0 or delay > now_cost:
-            return RUN_NOW
+        # the longest wait that still pays: break-even of the two cycles, less the margin
+        bound = min((now_cost + next_cost) * (1 - self.min_gain) - then_cost, now_cost)
         objective = self.objective
-        if objective is not None and oldest_age + delay + then_cost > objective:
+        if objective is not None:
+            bound = min(bound, objective - oldest_age - then_cost)
+        back = returns.back(more, now)
+        if back is None:
             return RUN_NOW
-        if (queued + more) / (delay + then_cost) < queued / now_cost * (1 + self.min_gain):
+        expected, deadline = back
+        if deadline <= 0 or expected > bound:
             return RUN_NOW
-        return Wait(delay, queued + more)
+        return Wait(min(bound, deadline), queued + more)
 
     # -- the ladder of limits -------------------------------------------------------------------
 

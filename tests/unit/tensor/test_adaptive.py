@@ -29,6 +29,11 @@ def knee_at(rows: int, overhead: float = 0.010, per_row: float = 0.001) -> Calla
     return cost
 
 
+def back_after(seconds: float) -> Callable[[int], float]:
+    """Think times: each caller sends again ``seconds`` (plus 30 us per caller) after its answer."""
+    return lambda caller: seconds + 0.00003 * caller
+
+
 @dataclass
 class Run:
     sizes: list[int] = field(default_factory=list)
@@ -95,13 +100,16 @@ def simulate(
 
 
 def test_a_lone_caller_never_waits_even_after_heavy_load() -> None:
-    policy = AdaptivePolicy(32)
-    cost = knee_at(8)
-    loaded = simulate(policy, cost, callers=32, batches=300)
-    assert policy.limit > 1
-    alone = simulate(policy, cost, callers=1, batches=50, start=loaded.end + 1)
-    assert alone.sizes == [1] * 50
-    assert alone.waits == [0.0] * 50
+    for cost, think in (
+        (knee_at(8), 0.0005),
+        (knee_at(1000, overhead=0.010, per_row=0.0005), 0.005),  # 32 callers merge: limit 32
+    ):
+        policy = AdaptivePolicy(32)
+        loaded = simulate(policy, cost, callers=32, batches=300, think=back_after(think))
+        assert policy.limit > 1
+        alone = simulate(policy, cost, callers=1, batches=50, start=loaded.end + 1)
+        assert alone.sizes == [1] * 50
+        assert alone.waits == [0.0] * 50
 
 
 def test_the_limit_stops_where_per_row_cost_stops_falling() -> None:
@@ -175,10 +183,78 @@ def test_waiting_respects_the_objective_and_what_a_run_costs() -> None:
         policy.costs.observe(rows, 0.010)
     policy.released(8, 1.0)
     policy.arrived(1.001)
-    assert policy.wait(1, 0.0, 1.001) == Wait(pytest.approx(0.001), 8)  # type: ignore[arg-type]
+    # back about 2 ms after the release (twice the one return seen), waited for up to 1.5x
+    assert policy.wait(1, 0.0, 1.001) == Wait(pytest.approx(0.002), 8)  # type: ignore[arg-type]
     assert policy.wait(1, 0.0095, 1.001).seconds == 0  # the oldest waited: no time left
     policy.arrived(1.001)
     assert policy.wait(2, 0.0, 1.5).seconds == 0  # they would be back by now: run
+
+
+def test_a_wait_is_bounded_by_what_it_saves() -> None:
+    """Two cycles weighed: running 4 now and the 4 out next costs 2 x 10 ms; waiting for all 8
+    costs the wait + 10 ms, so a wait pays up to ~9.4 ms (less the 3 % margin), and callers
+    expected back later than that are not waited for."""
+    for back, waits in ((0.004, True), (0.009, True), (0.0095, False), (0.012, False)):
+        policy = AdaptivePolicy(32)
+        policy.limit = 8
+        for rows in (1, 4, 8):
+            policy.costs.observe(rows, 0.010)
+        policy.released(4, 0.0)  # a first release teaches how soon all 4 are back: `back`
+        for _ in range(3):
+            policy.arrived(back / 2)
+        policy.arrived(back)
+        policy.released(4, 1.0)
+        decision = policy.wait(4, 0.0, 1.0)
+        assert (decision.seconds > 0) is waits, (back, decision)
+        if waits:
+            assert decision.rows == 8
+            assert back <= decision.seconds <= 0.020 * 0.97 - 0.010 + 1e-9
+
+
+def test_closed_loop_groups_merge_into_full_batches() -> None:
+    """32 closed-loop callers back ~5 ms after their answers, against a model whose batch
+    costs 10 ms plus 0.5 ms a row. Weighing only the next batch (run the 17 queued now, or
+    wait for the 15 out), the callers split into two groups that took turns for good
+    (batches of 15 and 17, the limit stuck at 22); weighing both cycles they merge."""
+    cost = knee_at(1000, overhead=0.010, per_row=0.0005)
+    think = back_after(0.005)
+    policy = AdaptivePolicy(32)
+    run = simulate(policy, cost, callers=32, batches=600, think=think)
+    tail = Counter(run.sizes[-200:])
+    assert policy.limit == 32
+    assert tail[32] >= 190, tail
+    eager = simulate(Eager(32), cost, callers=32, batches=600, think=think)
+    assert run.throughput > 1.1 * eager.throughput
+
+
+def test_no_waiting_for_callers_who_come_back_after_the_next_batch() -> None:
+    """Callers back 10 ms after their answer, batches of ~15 rows take 8 ms: the callers of
+    one batch come back after the next batch has ended. Counting each arrival as a return of
+    the latest batch made them look back at once, and the model sat idle ~5.6 ms a batch for
+    callers who were not coming; waiting must never cost throughput against never waiting."""
+    cost = knee_at(1000, overhead=0.005, per_row=0.0002)
+    for callers in (8, 32):
+        think = back_after(0.010)
+        run = simulate(AdaptivePolicy(32), cost, callers=callers, batches=1000, think=think)
+        eager = simulate(Eager(32), cost, callers=callers, batches=1000, think=think)
+        assert run.throughput >= 0.99 * eager.throughput, callers
+
+
+def test_waiting_never_costs_much_throughput_against_never_waiting() -> None:
+    """Over cost curves, caller counts and return delays: at most 3 % below a batcher that
+    never waits (the rule weighs what is left of a wait, so a group it merged may stay merged
+    where splitting would have been slightly better), and well above it where waiting pays."""
+    gains = []
+    for cost in (knee_at(1000, 0.010, 0.0005), knee_at(1000, 0.005, 0.0002), knee_at(8)):
+        for callers in (3, 8, 32):
+            for back in (0.0005, 0.002, 0.005, 0.010):
+                think = back_after(back)
+                run = simulate(AdaptivePolicy(32), cost, callers, batches=600, think=think)
+                eager = simulate(Eager(32), cost, callers, batches=600, think=think)
+                gain = run.throughput / eager.throughput
+                assert gain >= 0.97, (callers, back, gain)
+                gains.append(gain)
+    assert max(gains) > 1.4
 
 
 def interfered(cost: Callable[[int], float], seed: int) -> Callable[[int], float]:
