@@ -33,13 +33,14 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from shared_memory import cpu_of
@@ -53,6 +54,40 @@ ON, OFF = "batching", "no batching"
 FIGURES = ("calls_per_s", "p50_ms", "p99_ms", "client_cpu", "server_cpu", "server_ms_per_call")
 GOALS = {1: 0.95, 8: 1.0, 32: 2.5}
 """The issue's throughput ratios (on / off) by callers; p99 on / off at most 1.2 at each."""
+T = TypeVar("T")
+
+
+def run_to_end(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, except that Ctrl-C (SIGINT) ends it for good: the main task is
+    cancelled, and KeyboardInterrupt is raised once it has unwound, even where something on
+    the way swallowed the cancellation (then the run would have gone on, to the next model)."""
+    interrupted = False
+
+    async def guarded() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        try:
+            return await main
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        result = asyncio.run(guarded())
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 @contextmanager
@@ -125,13 +160,18 @@ async def drive(
             assert result.tensors["result"].shape == (1, 1000)
 
     tasks = [asyncio.create_task(caller(x)) for x in inputs]
-    await asyncio.sleep(ramp)
-    measuring = True
-    began, cpu, server = time.perf_counter(), time.process_time(), cpu_of(pid)
-    stop_at = began + duration
-    await asyncio.sleep(duration)
-    cpu, server = time.process_time() - cpu, cpu_of(pid) - server
-    await asyncio.gather(*tasks)
+    try:
+        await asyncio.sleep(ramp)
+        measuring = True
+        began, cpu, server = time.perf_counter(), time.process_time(), cpu_of(pid)
+        stop_at = began + duration
+        await asyncio.sleep(duration)
+        cpu, server = time.process_time() - cpu, cpu_of(pid) - server
+        await asyncio.gather(*tasks)
+    finally:  # interrupted (Ctrl-C) or a caller failed: no caller outlives its client
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     latencies.sort()
     return {
         "calls_per_s": len(latencies) / duration,
@@ -245,6 +285,14 @@ def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    try:
+        benchmark()
+    except KeyboardInterrupt:
+        print("\ninterrupted: the run stopped, its servers were ended", file=sys.stderr)
+        sys.exit(130)
+
+
+def benchmark() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", "--runs", type=int, default=6, help="per mode and caller count")
     parser.add_argument("--duration", type=float, default=2.0, help="seconds measured a round")
@@ -273,7 +321,7 @@ def main() -> None:
                     model_server(model, ["--no-batching"], args.device, args.threads)
                 ),
             }
-            results = asyncio.run(measure(model, servers, args))
+            results = run_to_end(measure(model, servers, args))
         loads.append(os.getloadavg()[0])
         for callers in args.callers:
             report[f"{model}/{callers}"] = summarise(results[callers])
