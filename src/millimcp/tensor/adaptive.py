@@ -12,8 +12,10 @@ What it learns, per model (one policy per batcher):
 - **the largest batch worth running** (:attr:`AdaptivePolicy.limit`): it starts at 1 row and
   grows a step (a quarter, at least one row) while demand exceeds it, once batches at the
   new size show that the step paid: their per-row cost is at least ``min_gain`` below the
-  size before. When a step
-  stops paying, the limit goes back to the size before it and stays (a probe one step up every
+  size before. A step that does not pay is not yet the end: cost curves are jagged (one row
+  takes a matrix-vector path, two or three a matrix-matrix one that pays only from four), so
+  the limit tries further steps, up to twice the last size that paid (at least 3 rows more),
+  against that size; when none pays it goes back there and stays (a probe one step up every
   ``probe_every`` batches notices a model whose costs changed). With a latency objective, a
   batch whose oldest caller waited and ran past the objective halves the limit (Clipper's
   additive increase, multiplicative decrease), and the limit never grows to a size whose run
@@ -24,15 +26,17 @@ What it learns, per model (one policy per batcher):
   and keeps weighted means of the delay from a release to a return and to the last return.
 
 When the model frees up with ``n`` rows queued and ``m`` released callers still out, it
-weighs two cycles, not one batch: run the ``n`` now and the ``m``, back meanwhile, make the
-next batch (the model runs ``cost(n) + cost(m)``), or wait for them and run ``n + m`` at once
-(``wait + cost(n + m)``). It waits only when that is at least ``min_gain`` cheaper, so never
-longer than the batch overhead it saves, nor longer than the batch of ``n`` would take to run,
-nor past what the latency objective leaves; it stops waiting as soon as they are back.
-Weighing only the next batch's rate (``n / cost(n)`` now against ``(n + m) / (wait +
-cost(n + m))``) let 32 closed-loop callers split into two groups that took turns for good.
-A lone caller is never kept waiting: the only request queued is its own, and no one else
-is out.
+compares two ways for closed-loop callers to settle, in rows per second: run the ``n`` now,
+and those out, back meanwhile, make the next batch (two groups taking turns, the model idle
+only when a group is not back before the other's batch ends), or wait for them and run one
+batch (the model idle while they are all out). It waits only when one batch serves at least
+as many rows a second, never longer than the queued batch would take to run nor than waiting
+can pay for, nor past what the latency objective leaves, and stops as soon as they are back.
+Weighing only the next batch (``n / cost(n)`` now against ``(n + m) / (wait + cost(n + m))``)
+let 32 closed-loop callers split into two groups (15 and 17) that took turns for good. While
+a step up is on trial, a short wait that fills a batch of the new size is taken anyway, or a
+step beyond the groups' size would never be measured. A lone caller is never kept waiting:
+the only request queued is its own, and no one else is out.
 """
 
 from __future__ import annotations
@@ -139,8 +143,8 @@ class Returns:
     is back. Attributing every arrival to the latest release instead, as this did first, made
     callers who come back after the next batch ended look like instant returns of that batch,
     and the batcher held the model idle for callers who were not coming. A release whose
-    callers are not all back after four times the usual delay is forgotten (those callers
-    left, or were new ones)."""
+    callers are not all back after four times the usual delay (and at least
+    :data:`FORGET_AFTER`) is forgotten: those callers left, or were new ones."""
 
     __slots__ = ("_out", "all_back", "delay")
 
@@ -166,13 +170,10 @@ class Returns:
         entry = out[0]
         entry[2] -= 1
         delay = max(0.0, now - entry[0])
-        mean = self.delay
-        if mean is None or delay <= 4 * mean + 0.001:  # later: a new caller, not a return
-            self.delay = delay if mean is None else mean + 0.2 * (delay - mean)
-            if not entry[2] and entry[1] > 1:  # the last of them is back
-                back = self.all_back
-                self.all_back = delay if back is None else back + 0.2 * (delay - back)
+        self.delay = _follow(self.delay, delay)
         if not entry[2]:
+            if entry[1] > 1:  # the last of them is back
+                self.all_back = _follow(self.all_back, delay)
             out.popleft()
 
     def out(self, now: float) -> int:
@@ -180,9 +181,10 @@ class Returns:
         self._forget(now)
         return sum(int(entry[2]) for entry in self._out)
 
-    def back(self, rows: int, now: float) -> tuple[float, float] | None:
+    def back(self, rows: int, now: float) -> tuple[float, float, float] | None:
         """When ``rows`` of the callers out should be back: (expected, latest) seconds from
-        ``now``; None before any return was seen."""
+        ``now``, and the usual delay from a release until all its callers are back; None
+        before any return was seen."""
         mean = self.delay
         if mean is None:
             return None
@@ -195,16 +197,31 @@ class Returns:
             if counted >= rows:
                 break
         expected = released_at + usual - now
-        return max(0.0, expected), expected + 0.5 * usual  # some slack for stragglers
+        return max(0.0, expected), expected + 0.5 * usual, usual  # slack for stragglers
 
     def _forget(self, now: float) -> None:
         mean = self.delay
         if mean is None:
             return
         out = self._out
-        horizon = 4 * (self.all_back if self.all_back is not None else mean) + 0.001
+        usual = self.all_back if self.all_back is not None else mean
+        horizon = max(4 * usual + 0.001, FORGET_AFTER)
         while out and now - out[0][0] > horizon:
             out.popleft()
+
+
+FORGET_AFTER = 0.05
+"""Seconds a release's callers count as out at the least, however soon returns usually come:
+a mean learned too low (from new callers taken for returns: 32 arriving at once look back
+at once) must still see the real returns, or it would never learn better."""
+
+
+def _follow(mean: float | None, sample: float) -> float:
+    """A weighted mean that follows ``sample``; a sample past four times the mean (plus 1 ms)
+    counts as that much (a straggler or a new caller moves it less, but it does move)."""
+    if mean is None:
+        return sample
+    return mean + 0.2 * (min(sample, 4 * mean + 0.001) - mean)
 
 
 class AdaptivePolicy:
@@ -213,7 +230,9 @@ class AdaptivePolicy:
     __slots__ = (
         "_below",
         "_plateau",
+        "_probing",
         "_proven",
+        "_rejected",
         "_since_probe",
         "costs",
         "limit",
@@ -248,6 +267,10 @@ class AdaptivePolicy:
         self._plateau: int | None = None
         self._proven = True
         """Whether the step up to ``limit`` was shown to pay (or it was settled on)."""
+        self._probing = False
+        """Whether the step up to ``limit`` is a probe from a plateau (no looking further)."""
+        self._rejected = 0
+        """The largest size tried past the last proven limit that did not pay."""
         self._since_probe = 0
         self.returns = Returns()
 
@@ -282,16 +305,27 @@ class AdaptivePolicy:
         limit = self.limit
         if not self._proven:  # grew: did the step pay?
             lower = self._below[-1]
-            if rows <= lower or costs.count(rows) < self.samples:
-                return  # no batch past the old limit measured enough yet
+            if rows <= max(lower, self._rejected) or costs.count(rows) < self.samples:
+                return  # no batch past the old limit (or the sizes tried) measured enough yet
             here, before = costs.per_row(rows), costs.per_row(lower)
             assert here is not None
             assert before is not None
-            if here > before * (1 - self.min_gain):  # no: back, and stay there
+            if here > before * (1 - self.min_gain):  # no: look further, or back and stay
+                further = self._step_up(limit)
+                if (
+                    not self._probing
+                    and limit < self.max_rows
+                    and further <= max(2 * lower, lower + 3)
+                    and (objective is None or costs.cautious(further) <= objective)
+                ):
+                    self._rejected = limit
+                    self.limit = further
+                    return
                 self.limit = self._below.pop()
                 self._settle()
                 return
             self._proven = True
+            self._rejected = 0
         self._since_probe += 1
         full = rows + backlog > limit
         if not full or limit >= self.max_rows or costs.count(rows) < self.samples:
@@ -302,9 +336,11 @@ class AdaptivePolicy:
         if objective is not None and costs.cautious(grown) > objective:
             return
         self._below.append(limit)
+        self._probing = self._plateau is not None
         self.limit = grown
         self._plateau = None
         self._proven = False
+        self._rejected = 0
         self._since_probe = 0
 
     def _settle(self) -> None:
@@ -318,26 +354,39 @@ class AdaptivePolicy:
         """The model is free and ``queued`` rows wait (the oldest for ``oldest_age``): run
         now, or wait for the callers out (the two cycles of the module docstring)."""
         returns = self.returns
-        more = min(self.limit - queued, returns.out(now))
+        out = returns.out(now)
+        more = min(self.limit - queued, out)
         if more <= 0:
             return RUN_NOW
+        after = min(self.limit, out)  # the next batch if these run now
         costs = self.costs
         now_cost, then_cost, next_cost = (
             costs.cost(queued),
             costs.cost(queued + more),
-            costs.cost(more),
+            costs.cost(after),
         )
         if now_cost is None or then_cost is None or next_cost is None or now_cost <= 0:
             return RUN_NOW
-        # the longest wait that still pays: break-even of the two cycles, less the margin
-        bound = min((now_cost + next_cost) * (1 - self.min_gain) - then_cost, now_cost)
-        objective = self.objective
-        if objective is not None:
-            bound = min(bound, objective - oldest_age - then_cost)
         back = returns.back(more, now)
         if back is None:
             return RUN_NOW
-        expected, deadline = back
+        expected, deadline, usual = back
+        # closed-loop callers, in rows per second: run the queue now, and those out, back
+        # meanwhile, make the next batch (two groups taking turns; the model idles only when
+        # a group is not back before the other's batch ends), or wait for them and run one
+        # batch (the model idles while they are out)
+        split = (queued + after) / max(now_cost + next_cost, usual + max(now_cost, next_cost))
+        bound = min(now_cost, (queued + more) / split - then_cost)  # past it, waiting loses
+        if not self._proven and queued + more >= self.limit:
+            # a step up on trial: filling a batch of the new size is worth a short wait (for
+            # a few batches), or callers in groups that fit the old size would keep taking
+            # turns and the step would never be measured
+            bound = now_cost
+        elif (queued + more) / (usual + then_cost) < split:
+            return RUN_NOW
+        objective = self.objective
+        if objective is not None:
+            bound = min(bound, objective - oldest_age - then_cost)
         if deadline <= 0 or expected > bound:
             return RUN_NOW
         return Wait(min(bound, deadline), queued + more)

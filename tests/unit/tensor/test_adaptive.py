@@ -40,11 +40,18 @@ class Run:
     waits: list[float] = field(default_factory=list)
     """Seconds the model sat idle waiting for more requests, per batch."""
     latencies: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    """When each batch ended (simulated seconds)."""
     end: float = 0.0
 
     @property
     def throughput(self) -> float:
         return sum(self.sizes) / self.end
+
+    def settled(self, batches: int) -> float:
+        """Rows per second over the last ``batches`` batches (what was learned, not the
+        learning)."""
+        return sum(self.sizes[-batches:]) / (self.ends[-1] - self.ends[-batches - 1])
 
 
 def simulate(
@@ -92,6 +99,7 @@ def simulate(
         policy.ran(len(batch), took, len(queue))
         policy.released(len(batch), now)
         run.sizes.append(len(batch))
+        run.ends.append(now)
         for at, caller in batch:
             run.latencies.append(now - at)
             heapq.heappush(coming, (now + think(caller), caller))
@@ -129,8 +137,8 @@ def test_the_limit_grows_to_max_batch_size_when_batching_always_pays() -> None:
 def test_no_growth_when_batching_does_not_pay() -> None:
     policy = AdaptivePolicy(32)
     run = simulate(policy, knee_at(1, overhead=0.0, per_row=0.005), callers=16, batches=200)
-    assert policy.limit <= 2  # tried one step, went back
-    assert Counter(run.sizes)[1] >= 190
+    assert policy.limit == 1  # tried 2, 3 and 4 rows (3 batches each), went back
+    assert Counter(run.sizes)[1] >= 185
 
 
 class Eager(AdaptivePolicy):
@@ -191,10 +199,11 @@ def test_waiting_respects_the_objective_and_what_a_run_costs() -> None:
 
 
 def test_a_wait_is_bounded_by_what_it_saves() -> None:
-    """Two cycles weighed: running 4 now and the 4 out next costs 2 x 10 ms; waiting for all 8
-    costs the wait + 10 ms, so a wait pays up to ~9.4 ms (less the 3 % margin), and callers
-    expected back later than that are not waited for."""
-    for back, waits in ((0.004, True), (0.009, True), (0.0095, False), (0.012, False)):
+    """Batches of 1 to 8 rows all cost 10 ms, 4 rows queued, 4 callers out. Two groups of 4
+    taking turns serve 8 rows every 20 ms (every `back` + 10 ms when they are out longer than
+    a batch); one group of 8, every `back` + 10 ms. So the 4 out are waited for when they are
+    back within 10 ms of their release, never longer than the queued batch would run."""
+    for back, waits in ((0.004, True), (0.009, True), (0.0105, False), (0.012, False)):
         policy = AdaptivePolicy(32)
         policy.limit = 8
         for rows in (1, 4, 8):
@@ -208,7 +217,55 @@ def test_a_wait_is_bounded_by_what_it_saves() -> None:
         assert (decision.seconds > 0) is waits, (back, decision)
         if waits:
             assert decision.rows == 8
-            assert back <= decision.seconds <= 0.020 * 0.97 - 0.010 + 1e-9
+            assert back <= decision.seconds <= 0.010
+
+
+MEASURED_CNN = {
+    1: 3.5,
+    2: 7.3,
+    3: 15.0,
+    4: 10.4,
+    6: 9.8,
+    8: 14.4,
+    12: 18.3,
+    16: 20.2,
+    24: 31,
+    32: 54.8,
+}
+"""Milliseconds per batch of the example CNN by rows (least of 25 runs, one torch thread on
+this project's 2-core VM): 2 and 3 rows cost more per row than 1, 4 and more much less."""
+
+
+def measured(table: dict[int, float]) -> Callable[[int], float]:
+    costs = CostModel()
+    for rows, ms in table.items():
+        costs.observe(rows, ms / 1000)
+    return lambda rows: costs.cost(rows) or 0.0
+
+
+def test_the_limit_looks_past_sizes_that_cost_more_per_row() -> None:
+    """A step that does not pay is not the end when the cost curve is jagged (one row takes a
+    matrix-vector path, a few rows a matrix-matrix one that only pays from 4): the limit
+    looks up to twice its size (at least 3 rows) before it settles. Stopping at the first
+    step that did not pay left the CNN at 1 row, where 16 cost less than half as much per row."""
+    cost = measured(MEASURED_CNN)
+    for callers, least in ((8, 6), (32, 12)):
+        policy = AdaptivePolicy(32)
+        run = simulate(policy, cost, callers=callers, batches=1000, think=back_after(0.002))
+        assert policy.limit >= least, (callers, policy)
+        assert run.settled(300) > 1.6 / cost(1), callers  # rows/s at 1 row a batch
+
+
+def test_no_waiting_for_part_of_a_group_that_makes_the_next_batch_anyway() -> None:
+    """The CNN's costs, 32 callers, the limit at 18: when a batch of 18 ends with 14 queued,
+    the 18 answered come back together. Waiting for 4 of them (to fill 18) left the model idle
+    ~5 ms a batch; running the 14 at once lets the 18 make the next batch, as a batcher that
+    never waits does (taken for two groups of 14 and 4, waiting looked worth it)."""
+    cost = measured(MEASURED_CNN)
+    for back in (0.002, 0.005):
+        run = simulate(AdaptivePolicy(32), cost, callers=32, batches=1500, think=back_after(back))
+        eager = simulate(Eager(32), cost, callers=32, batches=1500, think=back_after(back))
+        assert run.settled(300) >= 0.95 * eager.settled(300), back
 
 
 def test_closed_loop_groups_merge_into_full_batches() -> None:
