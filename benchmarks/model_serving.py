@@ -133,6 +133,8 @@ def batcher_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         "alone": after.get("alone", 0) - before.get("alone", 0),
         "mean_queue_wait_ms": (waited(after, new) - waited(before, old)) / served if served else 0,
         "limit": after.get("limit"),
+        "return_ms": after.get("return_ms"),
+        "all_back_ms": after.get("all_back_ms"),
     }
 
 
@@ -251,6 +253,8 @@ def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "alone": sum(b["alone"] for b in batcher),
         "mean_queue_wait_ms": statistics.median(b["mean_queue_wait_ms"] for b in batcher),
         "limit": batcher[-1]["limit"],
+        "return_ms": batcher[-1].get("return_ms"),
+        "all_back_ms": batcher[-1].get("all_back_ms"),
     }
     return summary
 
@@ -274,7 +278,8 @@ def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
     print(
         f"  batcher: {total} batches by requests {b['batches']}, {b['waits']} held back to wait,"
         f" {b['alone']} run alone, mean queue wait {b['mean_queue_wait_ms']:.2f} ms,"
-        f" limit {b['limit']}"
+        f" limit {b['limit']}, callers back {b['return_ms']} ms after their answer (all of a"
+        f" batch: {b['all_back_ms']} ms)"
     )
     print(
         f"  on / off, paired by round: {span(summary['throughput_ratio'], 2)}x throughput,"
