@@ -19,8 +19,10 @@ policy held back to wait for more callers (``waits``: at 1 caller it must be 0),
 at once in the caller's task (``alone``) and the mean queue wait. Reported per model and
 caller count: medians over rounds with their range, and the ratios on / off paired round by
 round (median and range), among them the server CPU milliseconds per call (off / on), which
-moves less with the machine's load than calls/s do. Each server runs torch with ``--threads``
-intra-op threads (default: one less than the cores, leaving the event loop one).
+moves less with the machine's load than calls/s do, and how soon answered callers came back
+(``return_ms``). Each server runs torch with ``--threads`` intra-op threads (default: one
+less than the cores, leaving the event loop one). The defaults take about 4 minutes; Ctrl-C
+ends the whole run (exit 130) and stops both servers by pid.
 
     .venv/bin/python benchmarks/model_serving.py --rounds 6 --duration 2 --callers 32 8 1
     .venv/bin/python benchmarks/model_serving.py --models mlp --callers 1 32 \\
