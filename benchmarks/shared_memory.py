@@ -54,12 +54,19 @@ Times = dict[str, list[float]]
 
 
 @contextmanager
-def serve(module: str) -> Iterator[tuple[str, int]]:
-    """(base url, pid) of a uvicorn server of ``benchmarks/servers/<module>.py``."""
-    command = [
-        sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
-        "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
-    ]  # fmt: skip
+def serve(module: str, front: str = "uvicorn") -> Iterator[tuple[str, int]]:
+    """(base url, pid) of a server of ``benchmarks/servers/<module>.py``'s ``app``: under
+    uvicorn (httptools, uvloop), or (``front="native"``, a millimcp endpoint app) on
+    millimcp's native HTTP/1.1 front (uvloop too)."""
+    if front == "native":
+        run = f"import {module}; from millimcp.server.serve import run_app; "
+        run += f"run_app({module}.app, http='native', port=int(sys.argv[1]))"
+        command = [sys.executable, "-c", f"import sys; {run}", "{port}"]
+    else:
+        command = [
+            sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
     # this checkout's millimcp, not whatever the environment's install points at
     env = {"PYTHONPATH": os.pathsep.join([str(BENCH.parent / "src"), str(BENCH / "servers")])}
     with serve_subprocess(command, env=env, stdout=None, timeout=120) as served:
@@ -187,14 +194,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument(
+        "--front",
+        choices=("native", "uvicorn"),
+        default="native",
+        help="the HTTP front of the millimcp server (the floor's ASGI app runs under uvicorn)",
+    )
     args = parser.parse_args()
     if not available():
         sys.exit("no /dev/shm on this host: nothing to measure")
     load = os.getloadavg()[0]
-    with serve("millimcp_tensors") as mcp, serve("raw_tensors") as floor_server:
+    with serve("millimcp_tensors", args.front) as mcp, serve("raw_tensors") as floor_server:
         wall, cpu = asyncio.run(measure(mcp, floor_server, args.rounds, args.calls))
     print(
-        f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, interleaved;"
+        f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, interleaved,"
+        f" {args.front} front;"
         f" load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs"
     )
     report("wall time per call", wall)
