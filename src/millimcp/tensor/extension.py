@@ -117,19 +117,18 @@ def shared_memory_peer(extensions: Mapping[str, Any] | None) -> SharedPeer | Non
     if extensions is None:
         return None
     declared = extensions.get(EXTENSION)
-    if not isinstance(declared, Mapping):
-        return None
+    if type(declared) is not dict and not isinstance(declared, Mapping):
+        return None  # (decoded JSON: a dict, checked first; the ABC check is slow)
     offer = declared.get("sharedMemory")
-    if not isinstance(offer, Mapping):
+    if type(offer) is not dict and not isinstance(offer, Mapping):
         return None
     pid = _shm.verify_probe(offer.get("probe"), offer.get("token"))
     if pid is None:
         return None
     replies, size = offer.get("replyTo"), offer.get("replyBytes")
-    if not isinstance(replies, list) or not isinstance(size, int) or isinstance(size, bool):
+    if type(replies) is not list or type(size) is not int:
         return SharedPeer(pid)
-    names = tuple(name for name in replies[:16] if isinstance(name, str))
-    return SharedPeer(pid, names, size)
+    return SharedPeer(pid, tuple([name for name in replies[:16] if type(name) is str]), size)
 
 
 def peer_accepts(extensions: Mapping[str, Any] | None) -> bool:
@@ -395,15 +394,18 @@ def _shared_result(tensors: Mapping[str, Any], peer: SharedPeer) -> list[Content
         if made:
             segment.close()  # the client frees a new one once it has it mapped
     entries = {e.name: e for e in packed.entries}
+    where = f"{_shm.SCHEME}{segment.name}#"
     return [
         ResourceLink(
-            uri=f"{_shm.SCHEME}{segment.name}#{e.name}",
+            uri=where + e.name,
             name=e.name,
             mime_type=MEDIA_TYPE,
             size=e.end - e.begin,
             meta={
                 EXTENSION: {
-                    **_describe(e.name, e.dtype, e.shape)[EXTENSION],
+                    "name": e.name,
+                    "dtype": e.dtype,
+                    "shape": list(e.shape),
                     "segmentBytes": segment.size,
                     "documentBytes": packed.nbytes,
                 }

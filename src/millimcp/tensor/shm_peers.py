@@ -111,12 +111,15 @@ class PeerSegments:
 
     def _schedule(self) -> None:
         """Prune from the running loop in ``every`` seconds, and again while any is kept."""
+        loop = self._loop
+        if self._timer is not None and loop is not None and loop.is_running():
+            return  # already due (a timer of a loop that has ended is forgotten)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop (a thread, a script): pruned on use
         if self._timer is not None and self._loop is loop:
-            return  # already due (a timer of a loop that has ended is forgotten)
+            return
         self._loop = loop
         self._timer = loop.call_later(self.every, self._tick)
 

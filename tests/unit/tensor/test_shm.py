@@ -186,6 +186,28 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
     assert first.name not in shm_segments()
 
 
+def test_a_pool_of_argument_segments_goes_by_the_control_byte_alone() -> None:
+    """Only the peer reads an argument segment, so its pool skips the view check (two system
+    calls) and goes by the control byte: filled until given back, free after."""
+    from millimcp.tensor.shm import FILLED, FREE, SegmentPool
+
+    pool = SegmentPool(keep=1, lent=False)
+    try:
+        first = pool.take(100)
+        assert first.view[0] == FILLED
+        written = np.frombuffer(first.view, np.uint8)  # a view of it here: not looked for
+        other = pool.take(100)
+        assert other is not first  # still filled: the peer may be reading it
+        pool.give(other)  # a one-off: closed and freed
+        pool.give(first)
+        assert first.view[0] == FREE
+        assert pool.take(100) is first
+        del written
+    finally:
+        pool.close()
+    assert first.name not in shm_segments()
+
+
 def test_a_shared_memory_offer_is_read_defensively() -> None:
     from millimcp.tensor import EXTENSION
     from millimcp.tensor.extension import SharedPeer, shared_memory_peer
