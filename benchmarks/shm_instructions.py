@@ -1,24 +1,24 @@
-"""The shared-memory round trip in CPU instructions: what it costs beyond the bound, exactly.
+"""The tensor bookkeeping of a shared-memory round trip, in CPU instructions (callgrind).
 
 ``shared_memory.py`` times the round trip between two processes; on a loaded machine its wall
-and CPU times move from run to run. This counts instructions instead (callgrind), in one
-process that holds both sides: a millimcp server on the native front (127.0.0.1, a real
-socket) and a ``Client.over_http(url, shared_memory="auto")``, so every step of both sides is
-counted (the kernel's work is not). Each case runs twice with different call counts and the
-difference is reported per call (start-up, imports and warm-up cancel out; four runs: one
-with few calls of every case, then one per case with more of it):
+and CPU times move from run to run. This counts the instructions of what the shared-memory
+path adds to a ``tools/call``, both sides, in one process and with no event loop or socket (a
+loopback run under valgrind is not deterministic: timers and reads split differently):
 
-- ``shm``: the ``roundtrip`` tool, 1M float32 (4 MB) there and back through shared memory;
-- ``ping``: a trivial ``tools/call`` from the same client;
-- ``memcpy``: one 4 MB ``memcpy`` (a memoryview slice assignment, as the segments are filled;
-  numpy's ``copyto``, which ``shared_memory.py`` times, runs its own loop: 6x the instructions
-  for the same bytes).
+- client: ``ClientTensors.prepare`` (pack the arguments, take a pooled segment, copy them in,
+  the ``shm:`` references), the arguments through JSON as the server decodes them
+  (``TensorValue``);
+- server: ``shared_memory_peer`` (the client's offer), the argument mapped and unpacked
+  (``RequestAttachment.get_shared``), the result packed and copied into a reply segment
+  (``encode_result``), its links through JSON;
+- client: ``ClientTensors.decode`` (the result mapped in place, the argument segment given
+  back, the reply segment reclaimed on the next call).
 
-``shm - ping - 2 x memcpy`` is the tensor bookkeeping of both sides (pack and unpack the
-documents, map and check the segments, the links in the result): the figure to judge a
-change by. Needs valgrind.
+Each count is taken twice, with different numbers of round trips, and the difference is
+reported per round trip (start-up and imports cancel out). With the default small tensor the
+copies are a few instructions and the figure is the bookkeeping alone:
 
-    .venv/bin/python benchmarks/shm_instructions.py [--calls 60]
+    .venv/bin/python benchmarks/shm_instructions.py [--calls 400] [--floats 16]
 """
 
 from __future__ import annotations
@@ -31,62 +31,64 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-N = 1_000_000
-CASES = ("shm", "ping", "memcpy")
 
 
-async def drive(calls: dict[str, int]) -> None:
-    """Serve ``millimcp_tensors`` on the native front and make ``calls[case]`` calls of each
-    case (after a warm-up of every case)."""
+def drive(calls: int, floats: int) -> None:
+    """``calls`` shared-memory round trips of ``floats`` float32, after a warm-up."""
+    import msgspec
     import numpy as np
 
-    sys.path.insert(0, str(HERE / "servers"))
-    import millimcp_tensors
+    from millimcp.client.tensors import ClientTensors
+    from millimcp.protocol.types import ResourceLink
+    from millimcp.tensor.extension import (
+        RequestAttachment,
+        TensorValue,
+        capability,
+        encode_result,
+        shared_memory_peer,
+        tensor_param,
+    )
 
-    from millimcp import Client
-    from millimcp.transports.native import NativeServer
+    class Server:  # what the client knows of the server: its capabilities
+        class server_capabilities:
+            extensions = {"dev.millimcp/tensor": capability()}
 
-    vector = np.random.default_rng(2).standard_normal(N).astype(np.float32)
-    server = NativeServer(millimcp_tensors.app, port=0)
-    await server.start()
-    url = f"http://127.0.0.1:{server.port}/mcp"
+    vector = np.arange(floats, dtype=np.float32)
+    client = ClientTensors(declare=True, shared_memory=True)
+    extensions = client.capability()  # what the client states on every request
+    param = tensor_param(np.ndarray)
+    assert param is not None
+    values = msgspec.json.Decoder(dict[str, TensorValue])
+    links = msgspec.json.Decoder(list[ResourceLink])
     try:
-        async with Client.over_http(url, shared_memory="auto", max_attachment_bytes=64 << 20) as c:
-
-            async def shm() -> None:
-                result = await c.call_tool("roundtrip", {"x": vector})
-                assert result.tensors is not None
-                assert result.tensors["result"].shape == (N,)
-
-            async def ping() -> None:
-                await c.call_tool("ping")
-
-            source = memoryview(vector).cast("B")
-            target = memoryview(bytearray(len(source)))
-
-            async def memcpy() -> None:
-                target[:] = source
-
-            run = {"shm": shm, "ping": ping, "memcpy": memcpy}
-            for _ in range(5):
-                for warm in run.values():
-                    await warm()
-            for case, count in calls.items():
-                for _ in range(count):
-                    await run[case]()
+        for _ in range(20 + calls):
+            arguments, call = client.prepare({"x": vector}, None, Server())
+            assert arguments is not None
+            wire = values.decode(msgspec.json.encode(arguments))  # the server's side
+            peer = shared_memory_peer(extensions)
+            attachment = RequestAttachment(None, shared=peer is not None)
+            x = param.decode(wire["x"], attachment)
+            content, _ = encode_result(x, True, shared_memory_peer(extensions))
+            del x, attachment
+            blocks: Any = links.decode(msgspec.json.encode(content))  # back to the client
+            tensors = client.decode(blocks, call, None, None)
+            assert tensors is not None
+            assert tensors["result"].shape == (floats,)
+            del tensors
     finally:
-        await server.close()
+        client.close()
 
 
-def instructions(calls: dict[str, int]) -> int:
+def instructions(calls: int, floats: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "PYTHONHASHSEED": "0"}
         subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             __file__, "--child", ",".join(f"{case}={n}" for case, n in calls.items())],
+             __file__, "--child", "--calls", str(calls), "--floats", str(floats)],
             check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
@@ -97,27 +99,23 @@ def instructions(calls: dict[str, int]) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=60)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--floats", type=int, default=16, help="float32 values per tensor")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        import uvloop
-
-        counts = dict(item.split("=") for item in args.child.split(","))
-        uvloop.run(drive({case: int(n) for case, n in counts.items()}))
+        drive(args.calls, args.floats)
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    few = args.calls // 3
-    base = instructions(dict.fromkeys(CASES, few))
-    per_call = {}
-    for case in CASES:
-        more = instructions({**dict.fromkeys(CASES, few), case: args.calls})
-        per_call[case] = (more - base) / (args.calls - few)
-        print(f"  {case:8} {per_call[case]:12,.0f} instructions per call", flush=True)
-    extra = per_call["shm"] - per_call["ping"] - 2 * per_call["memcpy"]
-    print(f"  shm - ping - 2 x memcpy: {extra:,.0f} instructions (the tensor bookkeeping)")
+    few = args.calls // 4
+    low, high = instructions(few, args.floats), instructions(args.calls, args.floats)
+    per_call = (high - low) / (args.calls - few)
+    print(
+        f"shared-memory bookkeeping, {args.floats} float32 there and back:"
+        f" {per_call:,.0f} instructions per round trip (client + server)"
+    )
     return 0
 
 

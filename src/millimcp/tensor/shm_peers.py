@@ -68,18 +68,20 @@ class PeerSegments:
         check_reference(name, size, max_bytes)
         assert isinstance(size, int)
         with self._lock:
-            kept = self._maps.pop(name, None)
+            kept = self._maps.pop(name, None)  # out while checked: no other thread drops it
         if kept is not None and not self._still(kept, size):
             kept.close()
             kept = None
         segment = kept or Segment.attach(name, size, max_bytes=max_bytes)
+        dropped = None
         with self._lock:
-            self._maps[name] = segment
-            dropped = [
-                self._maps.popitem(last=False)[1] for _ in range(len(self._maps) - self.keep)
-            ]
-        for old in dropped:
-            old.close()
+            maps = self._maps
+            maps[name] = segment
+            if len(maps) > self.keep:
+                dropped = [maps.popitem(last=False)[1] for _ in range(len(maps) - self.keep)]
+        if dropped:
+            for old in dropped:
+                old.close()
         if time.monotonic() - self._pruned >= self.every:
             self.prune()
         self._schedule()

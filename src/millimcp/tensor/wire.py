@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final
@@ -147,7 +148,7 @@ class Packed:
     def __init__(self, parts: list[Any], entries: list[TensorEntry]) -> None:
         self.parts = parts
         self.entries = entries
-        self.nbytes = sum(len(p) for p in parts)
+        self.nbytes = sum(map(len, parts))
 
     def __repr__(self) -> str:
         return f"<Packed tensors={len(self.entries)} bytes={self.nbytes}>"
@@ -233,6 +234,13 @@ def _encode_header(
 
 def _host_bytes(name: str, value: Any) -> tuple[str, memoryview]:
     """(dtype code, the C-contiguous little-endian bytes as a 1-D byte view)."""
+    np = _numpy()
+    if type(value) is np.ndarray and value.flags.c_contiguous and value.size:
+        # the common case, no new array: a C-contiguous array in this host's byte order
+        dtype = value.dtype
+        code = _FROM_NUMPY.get((dtype.kind, dtype.itemsize))
+        if code is not None and (dtype.byteorder in "|<" or (dtype.byteorder == "=" and _LE)):
+            return code, memoryview(value).cast("B")
     kind = kind_of(value)
     if kind == "torch":
         torch = load_torch()
@@ -253,16 +261,24 @@ def _host_bytes(name: str, value: Any) -> tuple[str, memoryview]:
             raise TensorFormatError(f"array {name!r}: dtype {array.dtype} is not supported")
     else:
         raise TensorFormatError(f"{name!r} is a {type(value).__name__}, not an array or tensor")
-    np = _numpy()
     if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and np.little_endian is False):
         array = array.astype(array.dtype.newbyteorder("<"), order="C")
     array = np.ascontiguousarray(array)
     return code, memoryview(array.reshape(-1).view(np.uint8))
 
 
+_LE: Final = sys.byteorder == "little"
+
+
 @functools.cache
 def _numpy() -> Any:
     return load_numpy()
+
+
+@functools.cache
+def _dtype(code: str) -> Any:
+    """The numpy dtype of an allowed dtype code, made once."""
+    return _numpy().dtype(_NUMPY[code])
 
 
 def read_header(
@@ -290,7 +306,8 @@ def read_header(
         )
     key: Any = None
     if header_len <= _KEPT_HEADER_BYTES:
-        key = (view[8:start].tobytes(), data_len, limits)
+        text = view[8:start].tobytes()
+        key = (text, data_len) if limits is DEFAULT_LIMITS else (text, data_len, limits)
         known = _READ.get(key)
         if known is not None:
             return view, [*known[0]], start, None if known[1] is None else {**known[1]}
@@ -372,7 +389,7 @@ def _array(view: memoryview, entry: TensorEntry, start: int, to: Kind) -> Any:
     np = _numpy()
     itemsize = DTYPES[entry.dtype]
     count = (entry.end - entry.begin) // itemsize
-    array = np.frombuffer(view, _NUMPY[entry.dtype], count, start + entry.begin)
+    array = np.frombuffer(view, _dtype(entry.dtype), count, start + entry.begin)
     if entry.dtype == "BOOL" and count and array.view(np.uint8).max() > 1:
         raise TensorFormatError(f"tensor {entry.name!r}: booleans must be 0 or 1")
     if not array.flags.aligned:
