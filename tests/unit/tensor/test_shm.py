@@ -228,5 +228,14 @@ def test_a_shared_memory_offer_is_read_defensively() -> None:
         replies = {**offer, "replyTo": [probe.name, 7], "replyBytes": 1024}
         peer = shared_memory_peer({EXTENSION: {"sharedMemory": replies}})
         assert peer == SharedPeer(me, (probe.name,), 1024)
+        others = f"{PREFIX}{me + 1}-{'a' * 32}"  # another process's segment: never written to
+        mixed = [others, "../etc/passwd", {"a": 1}, probe.name]
+        for _ in range(2):  # the second time from memory, the same answer
+            peer = shared_memory_peer(
+                {EXTENSION: {"sharedMemory": {**offer, "replyTo": mixed, "replyBytes": 64}}}
+            )
+            assert peer == SharedPeer(me, (probe.name,), 64)
+            forged = {**offer, "token": "0" * 32, "replyTo": [probe.name], "replyBytes": 64}
+            assert shared_memory_peer({EXTENSION: {"sharedMemory": forged}}) is None
     finally:
         probe.close()
