@@ -42,7 +42,7 @@ def drive(calls: int, floats: int) -> None:
     import numpy as np
 
     from millimcp.client.tensors import ClientTensors
-    from millimcp.protocol.types import ResourceLink
+    from millimcp.protocol.types import ResourceLink, ServerCapabilities
     from millimcp.tensor.extension import (
         RequestAttachment,
         TensorValue,
@@ -53,8 +53,7 @@ def drive(calls: int, floats: int) -> None:
     )
 
     class Server:  # what the client knows of the server: its capabilities
-        class server_capabilities:
-            extensions = {"dev.millimcp/tensor": capability()}
+        server_capabilities = ServerCapabilities(extensions={"dev.millimcp/tensor": capability()})
 
     vector = np.arange(floats, dtype=np.float32)
     client = ClientTensors(declare=True, shared_memory=True)
