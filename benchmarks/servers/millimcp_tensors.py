@@ -41,4 +41,15 @@ async def ping() -> str:
     return "pong"
 
 
+_FROM = DATA[:1_000_000].copy()
+_INTO = np.empty_like(_FROM)
+
+
+@server.tool()
+async def copy() -> str:
+    """A trivial call whose tool makes one 4 MB copy (numpy ``copyto``, 1M float32)."""
+    np.copyto(_INTO, _FROM)
+    return "copied"
+
+
 app = server.asgi(http=HttpConfig(max_body_bytes=64 << 20))
