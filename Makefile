@@ -106,12 +106,22 @@ typecheck: setup
 
 check: test
 
+# `make test` runs every millimcp HTTP server the tests start on the default front (native);
+# this runs the HTTP integration tests, the conformance suite and the interop tests (the
+# Inspector, the official SDK client) again on uvicorn, so both fronts go through them
+# (MILLIMCP_HTTP_FRONT: tests/conftest.py). The hostile-input tests run on both in `make test`.
+INTEROP := tests/integration/interop
+FRONT_TESTS := tests/integration/http tests/integration/conformance/test_suite.py \
+	$(INTEROP)/test_inspector.py $(INTEROP)/test_inspector_handshake.py \
+	$(INTEROP)/test_official_sdk.py $(INTEROP)/test_handshake_official.py \
+	$(INTEROP)/test_tensor_official.py
+
 test-fronts: setup tools
-	MILLIMCP_HTTP_FRONTS=native MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q \
-		tests/integration/http tests/integration/conformance/test_suite.py
+	MILLIMCP_HTTP_FRONT=uvicorn MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q $(FRONT_TESTS)
 
 # The hot path's instruction count (callgrind, deterministic) against the committed baseline:
-# fails past +5%. About 90-140 s here (millimcp_jwt: the auth gate with a cached token), so a
+# fails past +5%. About 90-140 s here (millimcp_jwt: the auth gate with a cached token; client:
+# Client.over_http over an in-process loopback, ~25 s more), so a
 # target of its own (CI runs it after make test).
 perf: setup system-tools
 	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt,client --calls 400 \

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from server_overhead import REPO_ROOT, calibrate, cpu_counters, percentile_ms
+from harness import REPO_ROOT, calibrate, cpu_counters, percentile_ms
 from stdio_roundtrip import StdioServer, Target, _line, open_era
 
 SITE = Path(os.environ.get("MILLIMCP_COMPAT_SITE", REPO_ROOT / ".tools" / "compat" / "site"))

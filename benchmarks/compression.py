@@ -19,16 +19,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from loadgen import http1_request, parse_response, run_load
-from server_overhead import (
-    HOST,
-    Target,
-    cpu_counters,
-    new_runner,
-    percentile_ms,
-    served,
-)
+from harness import HOST, cpu_counters, new_runner, percentile_ms
+from loadgen import http1_request, run_load
+from server_overhead import Target, served
 
+from millimcp.lab.loadgen import parse_response
 from millimcp.testing import modern_request
 
 TARGET = Target("big", "millimcp_big", "millimcp", "millimcp, 50 KB report tool")

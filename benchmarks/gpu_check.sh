@@ -13,7 +13,10 @@
 #    and the wide MLP, 1, 8 and 32 callers (what the batcher learned is in each run's line);
 # 4. the same with fixed batching (Triton's knobs, 2 ms delay) for comparison, 32 callers;
 # 5. runs benchmarks/shared_memory.py: a 1M-float32 round trip through /dev/shm vs the socket
-#    (host memory: CUDA results are copied to the host before framing either way).
+#    (host memory: CUDA results are copied to the host before framing either way);
+# 6. runs the model-hosting tests that need CUDA (skipped on a CPU): device="auto" places the
+#    model on the GPU, results come back in pinned host buffers (one copy a batch, reused),
+#    keep_on_device=True leaves them on the GPU.
 # Quote its whole output in your note. Nothing here downloads anything.
 set -euo pipefail
 
@@ -85,3 +88,8 @@ echo "== 4. benchmarks/model_serving.py --device cuda, fixed batching (2 ms), 32
 echo
 echo "== 5. benchmarks/shared_memory.py (same-host tensors: /dev/shm vs the socket)"
 "$PY" benchmarks/shared_memory.py --rounds 3 --calls 20
+
+echo
+echo "== 6. the model-hosting tests that need CUDA (tests/unit/tensor/test_hosting_device.py)"
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/tensor/test_hosting_device.py \
+    tests/unit/tensor/test_batching.py

@@ -32,15 +32,7 @@ from pathlib import Path
 import httpx
 import trustme
 from cryptography.hazmat.primitives import serialization
-from server_overhead import (
-    CLK_TCK,
-    HOST,
-    REPO_ROOT,
-    child_env,
-    new_runner,
-    percentile_ms,
-    pinned,
-)
+from harness import CLK_TCK, HOST, REPO_ROOT, child_env, new_runner, percentile_ms, pinned
 
 from millimcp.testing import free_port, modern_request
 

@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from loadgen import BENCH_CLIENT_META, ECHO_TEXT, PROTOCOL_VERSION, parse_response, run_load
-from server_overhead import (
+from harness import (
     HOST,
     REPO_ROOT,
     SERVERS_DIR,
@@ -51,7 +50,9 @@ from server_overhead import (
     serving,
     uvicorn_command,
 )
+from loadgen import BENCH_CLIENT_META, ECHO_TEXT, PROTOCOL_VERSION, run_load
 
+from millimcp.lab.loadgen import parse_response
 from millimcp.testing import modern_meta
 
 HANDSHAKE_VERSION = "2025-11-25"

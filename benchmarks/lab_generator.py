@@ -31,13 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from server_overhead import (
-    CLK_TCK,
-    TARGETS,
-    calibrate,
-    cpu_counters,
-    served,
-)
+from harness import CLK_TCK, calibrate, cpu_counters
+from server_overhead import TARGETS, served
 
 from millimcp.lab.loadgen import Plan, prepare_full, prepare_lean, run_event_loop
 from millimcp.lab.recording import LoadReport
@@ -82,7 +77,9 @@ async def measure(
 ) -> tuple[LoadReport, dict[str, float], float]:
     """One warmup and one measured window; the report, the server's counters over the window
     and this core's busy seconds over it."""
-    async with connect(parse_target(url), max_in_flight=concurrency) as link:
+    # era="modern": the raw floor answers every POST with the canned tools/call result, so
+    # it cannot answer server/discover; both targets speak 2026-07-28 without a handshake.
+    async with connect(parse_target(url), era="modern", max_in_flight=concurrency) as link:
         _, template = await link.call_template("echo", {"text": "hello"})
 
         async def window(seconds: float) -> LoadReport:
@@ -205,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
 
             def med(field: str, mine: list[Row] = mine) -> float:
-                return statistics.median(getattr(r, field) for r in mine)
+                value: float = statistics.median(getattr(r, field) for r in mine)
+                return value
 
             line = {
                 "target": name,

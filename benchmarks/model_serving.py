@@ -19,8 +19,10 @@ policy held back to wait for more callers (``waits``: at 1 caller it must be 0),
 at once in the caller's task (``alone``) and the mean queue wait. Reported per model and
 caller count: medians over rounds with their range, and the ratios on / off paired round by
 round (median and range), among them the server CPU milliseconds per call (off / on), which
-moves less with the machine's load than calls/s do. Each server runs torch with ``--threads``
-intra-op threads (default: one less than the cores, leaving the event loop one).
+moves less with the machine's load than calls/s do, and how soon answered callers came back
+(``return_ms``). Each server runs torch with ``--threads`` intra-op threads (default: one
+less than the cores, leaving the event loop one). The defaults take about 4 minutes; Ctrl-C
+ends the whole run (exit 130) and stops both servers by pid.
 
     .venv/bin/python benchmarks/model_serving.py --rounds 6 --duration 2 --callers 32 8 1
     .venv/bin/python benchmarks/model_serving.py --models mlp --callers 1 32 \\
@@ -33,13 +35,14 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from shared_memory import cpu_of
@@ -53,6 +56,40 @@ ON, OFF = "batching", "no batching"
 FIGURES = ("calls_per_s", "p50_ms", "p99_ms", "client_cpu", "server_cpu", "server_ms_per_call")
 GOALS = {1: 0.95, 8: 1.0, 32: 2.5}
 """The issue's throughput ratios (on / off) by callers; p99 on / off at most 1.2 at each."""
+T = TypeVar("T")
+
+
+def run_to_end(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, except that Ctrl-C (SIGINT) ends it for good: the main task is
+    cancelled, and KeyboardInterrupt is raised once it has unwound, even where something on
+    the way swallowed the cancellation (then the run would have gone on, to the next model)."""
+    interrupted = False
+
+    async def guarded() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        try:
+            return await main
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        result = asyncio.run(guarded())
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 @contextmanager
@@ -98,6 +135,8 @@ def batcher_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         "alone": after.get("alone", 0) - before.get("alone", 0),
         "mean_queue_wait_ms": (waited(after, new) - waited(before, old)) / served if served else 0,
         "limit": after.get("limit"),
+        "return_ms": after.get("return_ms"),
+        "all_back_ms": after.get("all_back_ms"),
     }
 
 
@@ -125,13 +164,18 @@ async def drive(
             assert result.tensors["result"].shape == (1, 1000)
 
     tasks = [asyncio.create_task(caller(x)) for x in inputs]
-    await asyncio.sleep(ramp)
-    measuring = True
-    began, cpu, server = time.perf_counter(), time.process_time(), cpu_of(pid)
-    stop_at = began + duration
-    await asyncio.sleep(duration)
-    cpu, server = time.process_time() - cpu, cpu_of(pid) - server
-    await asyncio.gather(*tasks)
+    try:
+        await asyncio.sleep(ramp)
+        measuring = True
+        began, cpu, server = time.perf_counter(), time.process_time(), cpu_of(pid)
+        stop_at = began + duration
+        await asyncio.sleep(duration)
+        cpu, server = time.process_time() - cpu, cpu_of(pid) - server
+        await asyncio.gather(*tasks)
+    finally:  # interrupted (Ctrl-C) or a caller failed: no caller outlives its client
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     latencies.sort()
     return {
         "calls_per_s": len(latencies) / duration,
@@ -211,6 +255,8 @@ def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "alone": sum(b["alone"] for b in batcher),
         "mean_queue_wait_ms": statistics.median(b["mean_queue_wait_ms"] for b in batcher),
         "limit": batcher[-1]["limit"],
+        "return_ms": batcher[-1].get("return_ms"),
+        "all_back_ms": batcher[-1].get("all_back_ms"),
     }
     return summary
 
@@ -234,7 +280,8 @@ def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
     print(
         f"  batcher: {total} batches by requests {b['batches']}, {b['waits']} held back to wait,"
         f" {b['alone']} run alone, mean queue wait {b['mean_queue_wait_ms']:.2f} ms,"
-        f" limit {b['limit']}"
+        f" limit {b['limit']}, callers back {b['return_ms']} ms after their answer (all of a"
+        f" batch: {b['all_back_ms']} ms)"
     )
     print(
         f"  on / off, paired by round: {span(summary['throughput_ratio'], 2)}x throughput,"
@@ -245,6 +292,14 @@ def print_summary(model: str, callers: int, summary: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    try:
+        benchmark()
+    except KeyboardInterrupt:
+        print("\ninterrupted: the run stopped, its servers were ended", file=sys.stderr)
+        sys.exit(130)
+
+
+def benchmark() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", "--runs", type=int, default=6, help="per mode and caller count")
     parser.add_argument("--duration", type=float, default=2.0, help="seconds measured a round")
@@ -273,7 +328,7 @@ def main() -> None:
                     model_server(model, ["--no-batching"], args.device, args.threads)
                 ),
             }
-            results = asyncio.run(measure(model, servers, args))
+            results = run_to_end(measure(model, servers, args))
         loads.append(os.getloadavg()[0])
         for callers in args.callers:
             report[f"{model}/{callers}"] = summarise(results[callers])

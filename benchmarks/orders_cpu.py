@@ -52,9 +52,12 @@ def main(args: argparse.Namespace) -> None:
     ensure_database(db, orders=ORDERS, covering=True)
     env = {**os.environ, "PYTHONPATH": examples}
     rec_port, port = free_port(), free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": examples}
     recommender = subprocess.Popen(
-        [sys.executable, "-m", "orders.recommender", "--port", str(rec_port)], env=env, **quiet
+        [sys.executable, "-m", "orders.recommender", "--port", str(rec_port)],
+        env=env,
+        cwd=examples,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     server = subprocess.Popen(
         [
@@ -64,7 +67,9 @@ def main(args: argparse.Namespace) -> None:
             *("--log-file", str(folder / "server.log")),
         ],
         env=env,
-        **quiet,
+        cwd=examples,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_for(port)

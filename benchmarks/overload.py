@@ -25,8 +25,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from loadgen import ProtocolError, build_request, parse_response
-from server_overhead import HOST, Target, cpu_counters, new_runner, percentile_ms, served
+from harness import HOST, cpu_counters, new_runner, percentile_ms
+from loadgen import ProtocolError, build_request
+from server_overhead import Target, served
+
+from millimcp.lab.loadgen import parse_response
 
 CAPACITY = 100.0  # calls/s: 10 downstream connections x 100 ms
 TARGETS = {

@@ -16,32 +16,36 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
-import platform
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import msgspec
+from harness import (
+    HOST,
+    REPO_ROOT,
+    ServerProcess,
+    calibrate,
+    child_env,
+    cpu_counters,
+    environment,
+    json_safe,
+    native_command,
+    new_runner,
+    packages_line,
+    percentile_ms,
+    pinned,
+    rss_mb,
+    serving,
+    shown,
+    uvicorn_command,
+)
 from loadgen import ECHO_TEXT, LoadResult, build_request, probe, run_load
-
-from millimcp.testing.processes import free_port, wait_for_port
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-SERVERS_DIR = BENCH_DIR / "servers"
-HOST = "127.0.0.1"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-PACKAGES = ("mcp", "fastmcp", "millimcp", "uvicorn", "httptools", "uvloop", "msgspec", "starlette")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Target:
 
 
 _STATELESS_JSON = "Streamable HTTP, stateless, JSON responses"
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -144,87 +150,6 @@ class TargetReport:
 # --------------------------------------------------------------------------- process plumbing
 
 
-def child_env() -> dict[str, str]:
-    """The servers' environment: the repo's ``src`` first on the path so millimcp resolves."""
-    env = dict(os.environ)
-    extra = [str(REPO_ROOT / "src"), str(SERVERS_DIR)]
-    if env.get("PYTHONPATH"):
-        extra.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(extra)
-    env.pop("PYTHONDEVMODE", None)
-    env.pop("PYTHONTRACEMALLOC", None)
-    return env
-
-
-def pinned(cpu: int) -> Callable[[], None]:
-    def pin() -> None:
-        os.sched_setaffinity(0, {cpu})
-
-    return pin
-
-
-def proc_cpu_s(pid: int) -> tuple[float, float]:
-    """User and sys CPU seconds of a whole process (all threads), from ``/proc/PID/stat``."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # utime, stime: fields 14, 15
-
-
-def cpu_counters(pid: int, cpu: int) -> dict[str, float]:
-    """Seconds so far: the server's CPU and run-queue wait, and the whole server CPU's use.
-
-    ``cpu_busy`` is everything the pinned CPU ran (user, nice, system, irq, softirq) and
-    ``cpu_steal`` the time the hypervisor took it away; ``cpu_busy - server_cpu`` is other
-    processes (or interrupts) competing with the server.
-    """
-    wait_ns = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):  # a thread may exit between listing and reading
-            wait_ns += int((task / "schedstat").read_text().split()[1])
-    label = f"cpu{cpu} "
-    line = next(ln for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith(label))
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, line.split()[1:9])
-    server_user, server_sys = proc_cpu_s(pid)
-    return {
-        "server_cpu": server_user + server_sys,
-        "server_sys": server_sys,
-        "server_wait": wait_ns / 1e9,
-        "cpu_busy": (user + nice + system + irq + softirq) / CLK_TCK,
-        "cpu_steal": steal / CLK_TCK,
-    }
-
-
-def calibrate(cpu: int, back_to: int, iterations: int = 200_000) -> float:
-    """ns per iteration of a fixed pure-Python loop on ``cpu``: how fast that core is right now.
-
-    Best of three, so it reflects the core's speed rather than momentary interference. On a
-    shared or throttled host this moves a lot between sessions; CPU per call moves with it.
-    """
-    os.sched_setaffinity(0, {cpu})
-    try:
-        best = float("inf")
-        for _ in range(3):
-            total = 0
-            t0 = time.perf_counter_ns()
-            for i in range(iterations):
-                total += i
-            best = min(best, (time.perf_counter_ns() - t0) / iterations)
-    finally:
-        os.sched_setaffinity(0, {back_to})
-    return best
-
-
-def proc_status(pid: int, key: str) -> str:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    raise KeyError(key)
-
-
-def rss_mb(pid: int) -> float:
-    return int(proc_status(pid, "VmRSS").split()[0]) / 1024
-
-
 def check_import(target: Target, cpu: int, timeout_s: float = 120.0) -> str | None:
     """Import the target's app module in a fresh interpreter; the failure text, or None."""
     proc = subprocess.run(
@@ -275,107 +200,12 @@ def measure_import(target: Target, cpu: int, repeats: int) -> tuple[float, float
     return statistics.median(framework_ms), statistics.median(app_ms)
 
 
-def uvicorn_command(module: str) -> tuple[str, ...]:
-    """``python -m uvicorn <module>:app`` with uvloop and httptools; ``{port}`` is filled in."""
-    return (
-        "-m",
-        "uvicorn",
-        f"{module}:app",
-        "--app-dir",
-        str(SERVERS_DIR),
-        "--host",
-        HOST,
-        "--port",
-        "{port}",
-        "--loop",
-        "uvloop",
-        "--http",
-        "httptools",
-        "--no-access-log",
-        "--log-level",
-        "warning",
-    )
-
-
-class ServerProcess:
-    """A server command pinned to one CPU, with its output kept in a log file.
-
-    ``command`` is the argv after the Python executable; ``{port}`` in it is filled in.
-    """
-
-    def __init__(self, name: str, command: Sequence[str], cpu: int, cwd: Path = REPO_ROOT) -> None:
-        self.name = name
-        self.cpu = cpu
-        self.port = free_port()
-        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
-            prefix=f"bench-{name}-", suffix=".log", delete=False
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, *(part.format(port=self.port) for part in command)],
-            env=child_env(),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=pinned(cpu),
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def log_tail(self, lines: int = 15) -> str:
-        self.log.flush()
-        text = Path(self.log.name).read_text(errors="replace")
-        return "\n".join(text.strip().splitlines()[-lines:])
-
-    def wait_ready(self, timeout_s: float = 60.0) -> None:
-        try:
-            wait_for_port(self.port, self.proc, timeout_s, host=HOST)
-        except (RuntimeError, TimeoutError) as error:
-            raise RuntimeError(f"{error}:\n{self.log_tail()}") from None
-        allowed = proc_status(self.pid, "Cpus_allowed_list")
-        if allowed != str(self.cpu):
-            raise RuntimeError(f"server pinned to CPUs {allowed!r}, expected {self.cpu}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        Path(self.log.name).unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def serving(server: ServerProcess) -> Iterator[ServerProcess]:
-    """Wait until the server listens; stop it on the way out."""
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        server.stop()
-
-
 @contextlib.contextmanager
 def served(target: Target, cpu: int) -> Iterator[ServerProcess]:
     native = target.front == "native"
     command = native_command(target.module) if native else uvicorn_command(target.module)
     with serving(ServerProcess(target.name, command, cpu)) as server:
         yield server
-
-
-def native_command(module: str) -> tuple[str, ...]:
-    """The module's ``app`` on millimcp's native front (uvloop), as ``run_http`` serves it."""
-    code = (
-        f"import sys; sys.path.insert(0, {str(SERVERS_DIR)!r}); from {module} import app; "
-        "from millimcp.transports.native import run_native; "
-        f"sys.exit(run_native(app, host={HOST!r}, port=int(sys.argv[1])))"
-    )
-    return ("-c", code, "{port}")
 
 
 # --------------------------------------------------------------------------- one run
@@ -394,12 +224,6 @@ def deep_check(status: int, body: bytes) -> str | None:
     if msg.get("id") != 1 or text != ECHO_TEXT or result.get("isError"):
         return f"unexpected result: {body[:400]!r}"
     return None
-
-
-def percentile_ms(sorted_ns: list[int], q: float) -> float:
-    if not sorted_ns:
-        return float("nan")
-    return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1e6
 
 
 def one_run(
@@ -458,6 +282,7 @@ def one_run(
 
 
 # --------------------------------------------------------------------------- reporting
+
 
 MEDIANS = (
     "calls_per_s",
@@ -580,10 +405,6 @@ def print_target(index: int, rep: TargetReport) -> None:
     print()
 
 
-def _fmt(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def print_table(reports: list[TargetReport]) -> None:
     columns = (  # header, width
         ("target", 9),
@@ -611,18 +432,18 @@ def print_table(reports: list[TargetReport]) -> None:
         m = rep.median
         cells = (
             rep.name,
-            _fmt(m.get("calls_per_s"), ",.0f"),
-            _fmt(m.get("p50_ms"), ".2f"),
-            _fmt(m.get("p95_ms"), ".2f"),
-            _fmt(m.get("p99_ms"), ".2f"),
-            _fmt(m.get("server_cpu_us_per_call"), ".1f"),
-            _fmt(rep.cpu_vs_raw, ".2f"),
-            _fmt(rep.paired_vs_raw, ".2f"),
-            _fmt(rep.cpu_vs_official, ".3f"),
-            _fmt(m.get("server_busy"), ".0%"),
-            _fmt(rep.framework_import_ms, ".0f"),
-            _fmt(rep.app_import_ms, ".0f"),
-            _fmt(m.get("rss_after_mb"), ".1f"),
+            shown(m.get("calls_per_s"), ",.0f"),
+            shown(m.get("p50_ms"), ".2f"),
+            shown(m.get("p95_ms"), ".2f"),
+            shown(m.get("p99_ms"), ".2f"),
+            shown(m.get("server_cpu_us_per_call"), ".1f"),
+            shown(rep.cpu_vs_raw, ".2f"),
+            shown(rep.paired_vs_raw, ".2f"),
+            shown(rep.cpu_vs_official, ".3f"),
+            shown(m.get("server_busy"), ".0%"),
+            shown(rep.framework_import_ms, ".0f"),
+            shown(rep.app_import_ms, ".0f"),
+            shown(m.get("rss_after_mb"), ".1f"),
         )
         row = " ".join(
             f"{cell:<{w}}" if i == 0 else f"{cell:>{w}}"
@@ -636,80 +457,7 @@ def print_table(reports: list[TargetReport]) -> None:
     )
 
 
-def json_safe(value: Any) -> Any:
-    """NaN/inf (a run with no successful calls) become null, so the file is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def git_revision() -> str:
-    """Short commit of the repo, with ``+dirty`` when the work tree has changes."""
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "src"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return rev + ("+dirty" if dirty else "")
-
-
-def environment(args: argparse.Namespace) -> dict[str, Any]:
-    versions: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    if versions["millimcp"] is None and (REPO_ROOT / "src" / "millimcp").is_dir():
-        versions["millimcp"] = f"src checkout {git_revision()}"
-    cpu_model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_model": cpu_model,
-        "cpu_count": os.cpu_count(),
-        "loadavg_at_start": os.getloadavg(),
-        "packages": versions,
-        "config": {
-            "runs": args.runs,
-            "duration_s": args.duration,
-            "warmup_s": args.warmup,
-            "connections": args.connections,
-            "server_cpu": args.server_cpu,
-            "client_cpu": args.client_cpu,
-            "import_repeats": args.import_repeats,
-        },
-    }
-
-
 # --------------------------------------------------------------------------- main
-
-
-def packages_line(env: dict[str, Any]) -> str:
-    """The versions a run measured, as one line (from :func:`environment`)."""
-    packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v is not None)
-    return f"packages: {packages}, python {env['python']}\n"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -754,14 +502,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.server_cpu == args.client_cpu:
         parser.error("--server-cpu and --client-cpu must differ")
     return args
-
-
-def new_runner() -> asyncio.Runner:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.Runner()
-    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -829,6 +569,10 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
         print(f"\nwrote {args.json}")
     return 1 if any(rep.status == "failed" for rep in ordered) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -14,7 +14,13 @@ of load on a shared machine falls on every case alike), all in the same run:
   ASGI app that answers the same bytes (aiohttp, no MCP);
 - ``bound``: what the shared-memory path should cost at most: a trivial ``tools/call``
   (``ping``, same client) plus two 4 MB memcpys (numpy ``copyto`` into a fresh buffer), each
-  measured here, in the same rounds.
+  measured here, in the same rounds;
+- ``inplace``: the same bound as one operation: a 4 MB copy in this process, then a trivial
+  ``tools/call`` whose tool makes a 4 MB copy in the server (``copy``). The sum of the parts
+  above is timed with warm caches; this one pays, as the shared-memory path does, for the
+  call's code running after 4 MB went through each process's caches.
+- with ``--front native``, ``raw-uvicorn``: ``raw`` against the same server module under
+  uvicorn (today's default front); ``raw / shm`` takes the faster of the two raw paths.
 
 Each round's figure is the median of its calls; reported: the median over rounds, the rounds'
 range, and the ratios shm / bound and raw / shm paired round by round. Beside the wall time,
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -54,12 +61,19 @@ Times = dict[str, list[float]]
 
 
 @contextmanager
-def serve(module: str) -> Iterator[tuple[str, int]]:
-    """(base url, pid) of a uvicorn server of ``benchmarks/servers/<module>.py``."""
-    command = [
-        sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
-        "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
-    ]  # fmt: skip
+def serve(module: str, front: str = "uvicorn") -> Iterator[tuple[str, int]]:
+    """(base url, pid) of a server of ``benchmarks/servers/<module>.py``'s ``app``: under
+    uvicorn (httptools, uvloop), or (``front="native"``, a millimcp endpoint app) on
+    millimcp's native HTTP/1.1 front (uvloop too)."""
+    if front == "native":
+        run = f"import {module}; from millimcp.server.serve import run_app; "
+        run += f"run_app({module}.app, http='native', port=int(sys.argv[1]))"
+        command = [sys.executable, "-c", f"import sys; {run}", "{port}"]
+    else:
+        command = [
+            sys.executable, "-m", "uvicorn", f"{module}:app", "--port", "{port}",
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
     # this checkout's millimcp, not whatever the environment's install points at
     env = {"PYTHONPATH": os.pathsep.join([str(BENCH.parent / "src"), str(BENCH / "servers")])}
     with serve_subprocess(command, env=env, stdout=None, timeout=120) as served:
@@ -79,16 +93,22 @@ def cpu_of(pid: int) -> float:
 
 
 async def measure(
-    mcp: tuple[str, int], floor_server: tuple[str, int], rounds: int, calls: int
+    mcp: tuple[str, int],
+    floor_server: tuple[str, int],
+    rounds: int,
+    calls: int,
+    uvicorn: tuple[str, int] | None = None,
 ) -> tuple[Times, Times]:
     """Per case, each round's median wall time and median CPU time (seconds)."""
     wall: Times = defaultdict(list)
     cpu: Times = defaultdict(list)
     (mcp_url, mcp_pid), (raw_url, raw_pid) = mcp, floor_server
     mcp_url += "/mcp"
+    other = f"{uvicorn[0] if uvicorn else mcp_url.removesuffix('/mcp')}/mcp"
     async with (
         Client.over_http(mcp_url, shared_memory="auto", max_attachment_bytes=64 << 20) as shm,
         Client.over_http(mcp_url, max_attachment_bytes=64 << 20) as raw,
+        Client.over_http(other, max_attachment_bytes=64 << 20) as raw_uvicorn,
         aiohttp.ClientSession() as http,
     ):
         body = VECTOR.tobytes()
@@ -120,13 +140,23 @@ async def measure(
             np.copyto(target, VECTOR)
             return time.perf_counter() - started
 
+        async def inplace() -> float:
+            target = np.empty_like(VECTOR)
+            started = time.perf_counter()
+            np.copyto(target, VECTOR)
+            await shm.call_tool("copy")
+            return time.perf_counter() - started
+
         cases: dict[str, tuple[Callable[[], Awaitable[float]], int | None]] = {
             "shm": (lambda: via(shm), mcp_pid),
             "raw": (lambda: via(raw), mcp_pid),
             "http": (floor, raw_pid),
             "ping": (ping, mcp_pid),
             "memcpy": (memcpy, None),
+            "inplace": (inplace, mcp_pid),
         }
+        if uvicorn is not None:
+            cases["raw-uvicorn"] = (lambda: via(raw_uvicorn), uvicorn[1])
 
         async def one(name: str) -> tuple[float, float]:
             case, server = cases[name]
@@ -162,22 +192,31 @@ def report(title: str, times: Times) -> None:
     ms = {case: statistics.median(values) * 1e3 for case, values in times.items()}
     bounds = [p + 2 * m for p, m in zip(times["ping"], times["memcpy"], strict=True)]
     over = [s / b for s, b in zip(times["shm"], bounds, strict=True)]
-    faster = [r / s for r, s in zip(times["raw"], times["shm"], strict=True)]
+    over_inplace = [s / b for s, b in zip(times["shm"], times["inplace"], strict=True)]
+    raws = times["raw"]
+    if "raw-uvicorn" in times:  # the faster raw path of the round
+        raws = [min(pair) for pair in zip(raws, times["raw-uvicorn"], strict=True)]
+    faster = [r / s for r, s in zip(raws, times["shm"], strict=True)]
     labels = {
         "shm": "shared memory (millimcp.Client, shared_memory='auto')",
         "raw": "raw bytes over HTTP (millimcp.Client, default)",
+        "raw-uvicorn": "the same, the server under uvicorn",
         "http": "raw HTTP POST, no MCP (aiohttp)",
         "ping": "trivial tools/call",
         "memcpy": "one 4 MB copy",
+        "inplace": "4 MB copy + tools/call copying 4 MB (bound, in one)",
     }
+    labels = {case: label for case, label in labels.items() if case in times}
     print(f"{title}: median over rounds, ms (the rounds' range)")
     for case, label in labels.items():
         low, high = min(times[case]) * 1e3, max(times[case]) * 1e3
-        print(f"  {case:7} {label:54} {ms[case]:7.3f}  ({low:.3f} - {high:.3f})")
+        print(f"  {case:11} {label:54} {ms[case]:7.3f}  ({low:.3f} - {high:.3f})")
     bound = statistics.median(bounds) * 1e3
-    print(f"  {'bound':7} {'ping + 2 memcpy':54} {bound:7.3f}")
+    print(f"  {'bound':11} {'ping + 2 memcpy':54} {bound:7.3f}")
     print(
         f"  shm / bound {statistics.median(over):.2f}x ({min(over):.2f} - {max(over):.2f})"
+        f"   shm / inplace {statistics.median(over_inplace):.2f}x"
+        f" ({min(over_inplace):.2f} - {max(over_inplace):.2f})"
         f"   raw / shm {statistics.median(faster):.2f}x ({min(faster):.2f} - {max(faster):.2f})"
         "   paired by round"
     )
@@ -187,14 +226,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument(
+        "--front",
+        choices=("native", "uvicorn"),
+        default="native",
+        help="the HTTP front of the millimcp server (the floor's ASGI app runs under uvicorn)",
+    )
     args = parser.parse_args()
     if not available():
         sys.exit("no /dev/shm on this host: nothing to measure")
     load = os.getloadavg()[0]
-    with serve("millimcp_tensors") as mcp, serve("raw_tensors") as floor_server:
-        wall, cpu = asyncio.run(measure(mcp, floor_server, args.rounds, args.calls))
+    with contextlib.ExitStack() as servers:
+        mcp = servers.enter_context(serve("millimcp_tensors", args.front))
+        floor_server = servers.enter_context(serve("raw_tensors"))
+        uvicorn = None
+        if args.front != "uvicorn":
+            uvicorn = servers.enter_context(serve("millimcp_tensors", "uvicorn"))
+        wall, cpu = asyncio.run(measure(mcp, floor_server, args.rounds, args.calls, uvicorn))
     print(
-        f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, interleaved;"
+        f"1M float32 (4 MB) round trip, {args.rounds} rounds x {args.calls} calls, interleaved,"
+        f" {args.front} front;"
         f" load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs"
     )
     report("wall time per call", wall)

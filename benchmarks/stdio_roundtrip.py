@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import msgspec
-from loadgen import BENCH_CLIENT_META, ECHO_TEXT, response_ok
-from server_overhead import (
+from harness import (
     SERVERS_DIR,
     calibrate,
     child_env,
@@ -45,6 +44,7 @@ from server_overhead import (
     pinned,
     rss_mb,
 )
+from loadgen import BENCH_CLIENT_META, ECHO_TEXT, response_ok
 
 from millimcp.testing import modern_meta
 

@@ -141,12 +141,12 @@ def official_calls(client: Client, wire: Wire) -> dict[tuple[str, str], Call]:
 
     async def in_list() -> np.ndarray:
         result = await client.call_tool("in_list", {"x": VECTOR.tolist()})
-        return np.array([result.structured_content["result"]])  # type: ignore[index]
+        return np.array([result.structured_content["result"]])
 
     async def in_b64() -> np.ndarray:
         text = base64.b64encode(VECTOR.tobytes()).decode("ascii")
         result = await client.call_tool("in_b64", {"x": text})
-        return np.array([result.structured_content["result"]])  # type: ignore[index]
+        return np.array([result.structured_content["result"]])
 
     async def image_list() -> np.ndarray:
         result = await client.call_tool("infer_list", {"x": IMAGE.ravel().tolist()})
@@ -186,7 +186,7 @@ def fallback_calls(client: Client, wire: Wire) -> dict[tuple[str, str], Call]:
         before = wire.bytes
         arguments, _ = encode_arguments({"x": VECTOR}, raw=False)
         result = await client.call_tool("take", arguments)
-        return np.array([result.structured_content["result"]]), wire.bytes - before  # type: ignore[index]
+        return np.array([result.structured_content["result"]]), wire.bytes - before
 
     async def image() -> tuple[np.ndarray, int]:
         before = wire.bytes

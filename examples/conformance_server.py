@@ -520,7 +520,11 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3999)
     parser.add_argument("--stdio", action="store_true", help="serve stdio instead of HTTP")
-    parser.add_argument("--http", default="uvicorn", help="uvicorn (default) or native")
+    parser.add_argument(
+        "--http",
+        choices=("native", "uvicorn", "granian"),
+        help="the HTTP front (default: native, or $MILLIMCP_HTTP_FRONT)",
+    )
     args = parser.parse_args()
     if args.stdio:
         server.run_stdio()

@@ -93,7 +93,8 @@ def make_server(
         if image.dtype != torch.float32 or tuple(image.shape[1:]) != shape:
             want = " x ".join(map(str, shape))
             raise ValueError(f"expected float32 N x {want}, got {image.dtype} {image.shape}")
-        return await model(image)
+        logits: torch.Tensor = await model(image)
+        return logits
 
     @server.tool(annotations={"readOnlyHint": True})
     async def echo(text: str) -> str:

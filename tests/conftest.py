@@ -3,6 +3,12 @@
 The process plumbing is :mod:`millimcp.testing.processes`; :func:`serve_python` runs a
 Python command from the repository root with it, and ``start_server``/``stop_server`` are
 its two halves for tests that hold a server themselves.
+
+Every millimcp HTTP server the tests start runs on one front, :data:`FRONT`: the default
+(native) unless ``MILLIMCP_HTTP_FRONT`` names another. The servers inherit the variable, so
+``millimcp serve`` without ``--http``, ``run_http()``, ``run_app()``, a compat server's
+``run()`` and the supervisor's workers all follow it; ``make test-fronts`` sets it to uvicorn.
+The hostile-input suite (tests/integration/hardening) runs on both fronts regardless.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from millimcp.server.serve import default_front
 from millimcp.testing.processes import (
     ServedProcess,
     free_port,
@@ -27,6 +34,7 @@ from millimcp.testing.processes import (
 )
 
 __all__ = [
+    "FRONT",
     "ROOT",
     "free_port",
     "serve_python",
@@ -39,6 +47,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 """Set for every Python server the tests start, so that ``tests.servers...`` imports and the
 servers run this checkout's ``src`` (not wherever an editable install points)."""
+
+
+FRONT = default_front()
+"""The HTTP front of the tests' millimcp servers: ``$MILLIMCP_HTTP_FRONT``, else native."""
 
 
 def serve_python(args: Sequence[str], **options: Any) -> AbstractContextManager[ServedProcess]:
@@ -64,26 +76,24 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """The test server of tests/servers/basic_server.py, run by ``python -m millimcp serve``
-    (on the first front of ``MILLIMCP_HTTP_FRONTS``; tests/integration/http runs each)."""
-    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
+    on :data:`FRONT` (the Inspector and official-SDK interop tests use it)."""
     command = ["-m", "millimcp", "serve", "tests.servers.basic_server:server", "--port", "{port}"]
-    with serve_python([*command, "--http", front]) as served:
+    with serve_python([*command, "--http", FRONT]) as served:
         yield served.url()
 
 
 @pytest.fixture(scope="session")
 def conformance_url() -> Iterator[str]:
     """The conformance fixture server, run as ``python examples/conformance_server.py``
-    (on the first front of ``MILLIMCP_HTTP_FRONTS``: ``make test-fronts`` runs native)."""
-    front = os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(",")[0]
-    command = ["examples/conformance_server.py", "--port", "{port}", "--http", front]
+    on :data:`FRONT`."""
+    command = ["examples/conformance_server.py", "--port", "{port}", "--http", FRONT]
     with serve_python(command) as served:
         yield f"http://localhost:{served.port}/mcp"
 
 
 @pytest.fixture(scope="session")
 def tensor_url() -> Iterator[str]:
-    """The tensor tools of tests/servers/tensor_server.py, served by uvicorn."""
+    """The tensor tools of tests/servers/tensor_server.py (``run_app``: on :data:`FRONT`)."""
     with serve_python(["tests/servers/tensor_server.py", "--port", "{port}"]) as served:
         yield served.url()
 

@@ -25,7 +25,8 @@ async def take(x: np.ndarray) -> int:
 @server.tool()
 async def infer(x: np.ndarray) -> np.ndarray:
     """An image in, 1,000 floats out: the transport cost of a classifier."""
-    return DATA[:1000] + x[0, 0, 0, 0]
+    logits: np.ndarray = DATA[:1000] + x[0, 0, 0, 0]
+    return logits
 
 
 @server.tool()
@@ -38,6 +39,17 @@ async def roundtrip(x: np.ndarray) -> np.ndarray:
 async def ping() -> str:
     """A trivial call: the MCP and HTTP cost with no tensor."""
     return "pong"
+
+
+_FROM = DATA[:1_000_000].copy()
+_INTO = np.empty_like(_FROM)
+
+
+@server.tool()
+async def copy() -> str:
+    """A trivial call whose tool makes one 4 MB copy (numpy ``copyto``, 1M float32)."""
+    np.copyto(_INTO, _FROM)
+    return "copied"
 
 
 app = server.asgi(http=HttpConfig(max_body_bytes=64 << 20))

@@ -2,6 +2,8 @@
 
 It reads the whole body and decodes it with msgspec (only to recover the JSON-RPC id), then
 writes a pre-built response. Anything an MCP framework does on top of this is its overhead.
+A ``server/discover`` request gets a canned discovery answer instead, so that a client that
+asks first (``millimcp bench``, ``benchmarks/lab_generator.py``) can drive it too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ _decode = msgspec.json.Decoder(_Envelope).decode
 _encode = msgspec.json.Encoder().encode
 _RESULT_TAIL = (
     b',"result":{"content":[{"type":"text","text":"hello"}],"isError":false,'
+    b'"resultType":"complete"}}'
+)
+_DISCOVER_TAIL = (
+    b',"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},'
     b'"resultType":"complete"}}'
 )
 _HEADERS = [(b"content-type", b"application/json")]
@@ -56,8 +62,9 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
         chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
+    request = b"".join(chunks)
     try:
-        request_id = _decode(b"".join(chunks)).id
+        request_id = _decode(request).id
     except msgspec.DecodeError:
         await send({"type": "http.response.start", "status": 400, "headers": _HEADERS})
         await send(
@@ -68,7 +75,8 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
             }
         )
         return
-    body = b'{"jsonrpc":"2.0","id":' + _encode(request_id) + _RESULT_TAIL
+    tail = _DISCOVER_TAIL if b'"server/discover"' in request else _RESULT_TAIL
+    body = b'{"jsonrpc":"2.0","id":' + _encode(request_id) + tail
     headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})

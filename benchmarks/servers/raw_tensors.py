@@ -47,7 +47,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     path = scope["path"]
     if path == "/out":
         n = int(scope["query_string"].decode().partition("=")[2])
-        reply: Any = memoryview(DATA[:n]).cast("B")
+        reply: Any = DATA[:n].data.cast("B")
     elif path == "/echo":
         reply = body
     elif path == "/take":

@@ -59,7 +59,7 @@ def mint(
     """A signed token for ``subject``, valid ``ttl_s`` seconds."""
     claims = _Claims(
         sub=subject,
-        customers="*" if customers == "*" else sorted(customers),  # type: ignore[arg-type]
+        customers="*" if customers == "*" else sorted(customers),
         scopes=list(scopes),
         exp=time.time() + ttl_s,
     )

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CLIENT_FLAGS",
@@ -140,7 +141,8 @@ CLIENT_FLAGS: tuple[str, ...] = ("pooled_client", "client_cap")
 """Steps the agents' client takes (the server ignores them)."""
 
 NAIVE = OrdersConfig()
-TUNED = OrdersConfig(**dict.fromkeys(FLAGS, True))
+_EVERY_STEP: dict[str, Any] = dict.fromkeys(FLAGS, True)  # the keywords of the flags
+TUNED = OrdersConfig(**_EVERY_STEP)
 PRESETS: dict[str, OrdersConfig] = {"naive": NAIVE, "tuned": TUNED}
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -1,12 +1,11 @@
-"""The order database: SQLAlchemy 2 models, deterministic seeding, sync and async engines.
+"""The order database: URLs and engines (sync and async), and a database made ready for a
+configuration: seeded (``orders.seeding``), with the covering index or without it.
 
 The embedded default is SQLite in the data folder (``.demo/`` at the repository root); the same
-code runs on PostgreSQL (psycopg) and MariaDB/MySQL (PyMySQL, aiomysql) given their URL.
-
-Seeding is deterministic (a fixed ``random.Random(seed)``): 200,000 orders by default
-(1,000,000 by flag) with their lines, one customer per 100 orders, on first run, in one
-transaction, in batches of executemany. A ``seed_info`` row records what was seeded; a
-database whose row matches is reused.
+code runs on PostgreSQL (psycopg) and MariaDB/MySQL (PyMySQL, aiomysql) given their URL. The
+tables are ``orders.schema``'s: 200,000 orders by default (1,000,000 by flag) with their lines,
+one customer per 100 orders, seeded on first run; a database whose ``seed_info`` row matches is
+reused.
 
 The covering index of S6.3 (``ix_orders_customer_cover``: customer, date, and the columns the
 queries read) exists only where a configuration asks for it. For SQLite that is a second file
@@ -19,7 +18,7 @@ created or dropped in place at start-up: run configurations that differ in
 ``covering_index`` one after another there.
 
 ``python -m orders.db seed [--db URL] [--orders N] [--covering]`` seeds ahead of time and
-prints how long it took; ``python -m orders.db explain`` prints the query plans.
+prints how long it took (``python -m orders.queries`` times each read, naive vs tuned).
 """
 
 from __future__ import annotations
@@ -28,180 +27,31 @@ import argparse
 import contextlib
 import fcntl
 import os
-import queue
-import random
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (
-    DateTime,
-    Engine,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    create_engine,
-    event,
-    insert,
-    inspect,
-    select,
-    text,
-)
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.schema import CreateIndex
 
+from orders.schema import COVERING_INDEX, covering
+from orders.seeding import customers_for, is_seeded, seed_schema
+
 __all__ = [
-    "AS_OF",
-    "COVERING_INDEX",
-    "Customer",
-    "Order",
-    "OrderLine",
-    "Product",
-    "Profile",
-    "SeedInfo",
     "Seeded",
     "async_engine",
+    "async_url",
+    "covering_url",
     "ensure_database",
     "ignores_index",
     "sync_engine",
+    "sync_url",
 ]
-
-SCHEMA_VERSION = 2
-AS_OF = datetime(2026, 1, 1)
-"""The seeded history ends here; analysis windows count back from it."""
-HISTORY_DAYS = 730
-ORDERS_PER_CUSTOMER = 100
-PRODUCTS = 500
-BATCH = 20_000
-COVERING_INDEX = "ix_orders_customer_cover"
-
-STATUSES = ("delivered",) * 16 + ("shipped", "shipped", "processing", "cancelled", "returned")
-CHANNELS = ("web", "web", "web", "app", "app", "phone", "agent")
-WAREHOUSES = ("AMS1", "FRA2", "LHR1", "IAD3", "SFO1", "NRT2")
-REGIONS = ("eu-west", "eu-central", "us-east", "us-west", "ap-north")
-SEGMENTS = ("consumer", "consumer", "consumer", "smb", "enterprise")
-TIERS = ("bronze", "bronze", "silver", "silver", "gold", "platinum")
-CATEGORIES = (
-    "books",
-    "electronics",
-    "kitchen",
-    "garden",
-    "toys",
-    "sports",
-    "beauty",
-    "grocery",
-    "office",
-    "pets",
-    "outdoor",
-    "music",
-)
-ADJECTIVES = ("compact", "classic", "deluxe", "eco", "smart", "travel", "pro", "mini", "family")
-NOUNS = ("kettle", "lamp", "notebook", "backpack", "speaker", "bottle", "drill", "puzzle", "mat")
-FIRST = ("Ada", "Ben", "Chen", "Dara", "Eli", "Fatima", "Gus", "Hana", "Ivan", "Jun", "Kofi")
-LAST = ("Ng", "Okafor", "Silva", "Berg", "Kowalski", "Tanaka", "Moreau", "Ali", "Novak")
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Customer(Base):
-    __tablename__ = "customers"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    name: Mapped[str] = mapped_column(String(80))
-    email: Mapped[str] = mapped_column(String(120))
-    region: Mapped[str] = mapped_column(String(16))
-    segment: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(DateTime)
-
-
-class Profile(Base):
-    __tablename__ = "profiles"
-    customer_id: Mapped[int] = mapped_column(
-        ForeignKey("customers.id"), primary_key=True, autoincrement=False
-    )
-    tier: Mapped[str] = mapped_column(String(16))
-    preferred_categories: Mapped[str] = mapped_column(String(120))
-    marketing_opt_in: Mapped[int] = mapped_column(Integer)
-    credit_limit_cents: Mapped[int] = mapped_column(Integer)
-    notes: Mapped[str] = mapped_column(String(400))
-    order_count: Mapped[int] = mapped_column(Integer)
-    """Kept with every order (seeding, ``create_order``): a profile read is one row."""
-    spend_cents: Mapped[int] = mapped_column(Integer)
-    last_order_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-
-
-class Product(Base):
-    __tablename__ = "products"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    name: Mapped[str] = mapped_column(String(80))
-    category: Mapped[str] = mapped_column(String(24))
-    price_cents: Mapped[int] = mapped_column(Integer)
-    description: Mapped[str] = mapped_column(String(400))
-
-
-class Order(Base):
-    """One order. ``customer_id`` has no foreign key on purpose: MariaDB would index it."""
-
-    __tablename__ = "orders"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    customer_id: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime)
-    status: Mapped[str] = mapped_column(String(12))
-    channel: Mapped[str] = mapped_column(String(12))
-    currency: Mapped[str] = mapped_column(String(3))
-    item_count: Mapped[int] = mapped_column(Integer)
-    subtotal_cents: Mapped[int] = mapped_column(Integer)
-    shipping_cents: Mapped[int] = mapped_column(Integer)
-    tax_cents: Mapped[int] = mapped_column(Integer)
-    total_cents: Mapped[int] = mapped_column(Integer)
-    warehouse: Mapped[str] = mapped_column(String(8))
-    risk_score: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[datetime] = mapped_column(DateTime)
-    lines: Mapped[list[OrderLine]] = relationship(back_populates="order", order_by="OrderLine.id")
-
-
-class OrderLine(Base):
-    __tablename__ = "order_lines"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    order_id: Mapped[int] = mapped_column(ForeignKey("orders.id"), index=True)
-    product_id: Mapped[int] = mapped_column(ForeignKey("products.id"))
-    quantity: Mapped[int] = mapped_column(Integer)
-    unit_price_cents: Mapped[int] = mapped_column(Integer)
-    discount_cents: Mapped[int] = mapped_column(Integer)
-    order: Mapped[Order] = relationship(back_populates="lines")
-    product: Mapped[Product] = relationship(lazy="joined")
-
-
-class SeedInfo(Base):
-    """What was seeded: a database is reused while this row matches the request."""
-
-    __tablename__ = "seed_info"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    version: Mapped[int] = mapped_column(Integer)
-    orders: Mapped[int] = mapped_column(Integer)
-    customers: Mapped[int] = mapped_column(Integer)
-    seed: Mapped[int] = mapped_column(Integer)
-    seconds_ms: Mapped[int] = mapped_column(Integer)
-
-
-covering = Index(
-    COVERING_INDEX,
-    Order.customer_id,
-    Order.created_at,
-    Order.status,
-    Order.total_cents,
-    Order.item_count,
-)
-Order.__table__.indexes.discard(covering)  # created on demand, never by create_all
 
 
 # -- URLs and engines -----------------------------------------------------------------------
@@ -271,7 +121,7 @@ def async_engine(url: str, *, pool_size: int = 10, max_overflow: int = 30) -> As
     return engine
 
 
-# -- seeding ----------------------------------------------------------------------------------
+# -- preparing a database ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,273 +135,6 @@ class Seeded:
     seconds: float
     """Seconds this call spent seeding (0 when the database was reused)."""
     index_seconds: float = 0.0
-
-
-def customers_for(orders: int) -> int:
-    return max(10, orders // ORDERS_PER_CUSTOMER)
-
-
-def _products(rng: random.Random) -> list[dict[str, Any]]:
-    rows = []
-    for pid in range(1, PRODUCTS + 1):
-        category = CATEGORIES[pid % len(CATEGORIES)]
-        name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {pid}"
-        rows.append(
-            {
-                "id": pid,
-                "name": name,
-                "category": category,
-                "price_cents": rng.randrange(299, 25_000),
-                "description": f"A {name} from our {category} range. "
-                + "Sturdy, well reviewed and easy to return within 30 days. " * 3,
-            }
-        )
-    return rows
-
-
-def _customers(rng: random.Random, count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    customers, profiles = [], []
-    start = AS_OF - timedelta(days=HISTORY_DAYS + 365)
-    for cid in range(1, count + 1):
-        first, last = rng.choice(FIRST), rng.choice(LAST)
-        customers.append(
-            {
-                "id": cid,
-                "name": f"{first} {last}",
-                "email": f"{first.lower()}.{last.lower()}.{cid}@example.com",
-                "region": rng.choice(REGIONS),
-                "segment": rng.choice(SEGMENTS),
-                "created_at": start + timedelta(seconds=rng.randrange(365 * 86_400)),
-            }
-        )
-        preferred = rng.sample(CATEGORIES, 3)
-        profiles.append(
-            {
-                "customer_id": cid,
-                "tier": rng.choice(TIERS),
-                "preferred_categories": ",".join(preferred),
-                "marketing_opt_in": rng.randrange(2),
-                "credit_limit_cents": rng.randrange(50, 500) * 10_000,
-                "notes": f"Prefers {preferred[0]}; contact by email. Segment review pending.",
-            }
-        )
-    return customers, profiles
-
-
-@dataclass(slots=True)
-class _Totals:
-    """Per customer (index = id): orders, spend and the last order's second."""
-
-    count: list[int]
-    spend: list[int]
-    last: list[int]
-
-
-def _order_batches(
-    rng: random.Random,
-    orders: int,
-    customers: int,
-    prices: list[int],
-    sqlite: bool,
-    totals: _Totals,
-) -> Iterator[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
-    """Batches of (order rows, line rows), tuples in column order; ``totals`` is filled in
-    as they go.
-
-    The hot loop avoids ``randrange`` and ``strftime`` (both cost microseconds a call):
-    ``int(random() * n)`` and timestamps glued from precomputed day and time strings.
-    """
-    start = AS_OF - timedelta(days=HISTORY_DAYS)
-    span = HISTORY_DAYS * 86_400
-    if sqlite:
-        days: list[Any] = [
-            (start + timedelta(days=d)).strftime("%Y-%m-%d ") for d in range(HISTORY_DAYS + 5)
-        ]
-        clock: list[Any] = [
-            f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}.000000" for s in range(86_400)
-        ]
-
-        def stamp(second: int) -> Any:
-            # the text SQLAlchemy's SQLite DateTime writes and parses
-            return days[second // 86_400] + clock[second % 86_400]
-    else:
-
-        def stamp(second: int) -> Any:
-            return start + timedelta(seconds=second)
-
-    r = rng.random
-    n_products = len(prices) - 1
-    n_statuses, n_channels, n_warehouses = len(STATUSES), len(CHANNELS), len(WAREHOUSES)
-    count, spend, last = totals.count, totals.spend, totals.last
-    line_id = oid = 0
-    while oid < orders:
-        order_rows: list[tuple[Any, ...]] = []
-        line_rows: list[tuple[Any, ...]] = []
-        for _ in range(min(BATCH, orders - oid)):
-            oid += 1
-            second = int(r() * span)
-            subtotal = items = 0
-            for _ in range(1 + int(r() * r() * 6)):
-                line_id += 1
-                product = int(r() * n_products) + 1
-                quantity = 1 + int(r() * r() * 4)
-                price = prices[product]
-                discount = price // 10 if r() < 0.15 else 0
-                subtotal += (price - discount) * quantity
-                items += quantity
-                line_rows.append((line_id, oid, product, quantity, price, discount))
-            shipping = 0 if subtotal >= 5_000 else 499
-            tax = subtotal * 8 // 100
-            customer = int(r() * customers) + 1
-            count[customer] += 1
-            spend[customer] += subtotal + shipping + tax
-            if second > last[customer]:
-                last[customer] = second
-            order_rows.append(
-                (
-                    oid,
-                    customer,
-                    stamp(second),
-                    STATUSES[int(r() * n_statuses)],
-                    CHANNELS[int(r() * n_channels)],
-                    "EUR",
-                    items,
-                    subtotal,
-                    shipping,
-                    tax,
-                    subtotal + shipping + tax,
-                    WAREHOUSES[int(r() * n_warehouses)],
-                    int(r() * 100),
-                    stamp(second + 3_600 * (1 + int(r() * 95))),
-                )
-            )
-        yield order_rows, line_rows
-
-
-def _prefetched(batches: Iterator[Any], depth: int = 2) -> Iterator[Any]:
-    """Make the next batches in a thread while the database writes this one (the driver
-    releases the GIL while SQLite works)."""
-    slots: queue.Queue[Any] = queue.Queue(depth)
-    done = object()
-
-    def produce() -> None:
-        try:
-            for batch in batches:
-                slots.put(batch)
-        except BaseException as exc:  # handed to the consumer
-            slots.put(exc)
-        slots.put(done)
-
-    worker = threading.Thread(target=produce, name="orders-seed", daemon=True)
-    worker.start()
-    while (item := slots.get()) is not done:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
-    worker.join()
-
-
-_ORDER_COLUMNS = (
-    "id",
-    "customer_id",
-    "created_at",
-    "status",
-    "channel",
-    "currency",
-    "item_count",
-    "subtotal_cents",
-    "shipping_cents",
-    "tax_cents",
-    "total_cents",
-    "warehouse",
-    "risk_score",
-    "updated_at",
-)
-_LINE_COLUMNS = ("id", "order_id", "product_id", "quantity", "unit_price_cents", "discount_cents")
-
-
-def _seed(engine: Engine, orders: int, seed: int) -> float:
-    """Create the schema and fill it; returns the seconds it took."""
-    started = time.perf_counter()
-    sqlite = engine.dialect.name == "sqlite"
-    rng = random.Random(seed)
-    n_customers = customers_for(orders)
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
-    products = _products(rng)
-    prices = [0] + [p["price_cents"] for p in products]
-    customers, profiles = _customers(rng, n_customers)
-    totals = _Totals([0] * (n_customers + 1), [0] * (n_customers + 1), [-1] * (n_customers + 1))
-    order_table, line_table = Order.__table__, OrderLine.__table__
-    with engine.begin() as conn:
-        if sqlite:
-            conn.exec_driver_sql("PRAGMA synchronous=OFF")
-        conn.execute(insert(Product.__table__), products)
-        conn.execute(insert(Customer.__table__), customers)
-        batches = _order_batches(rng, orders, n_customers, prices, sqlite, totals)
-        for order_rows, line_rows in _prefetched(batches):
-            if sqlite:  # the DBAPI's executemany directly: no per-row processing
-                conn.exec_driver_sql(_insert_sql(order_table.name, _ORDER_COLUMNS), order_rows)
-                conn.exec_driver_sql(_insert_sql(line_table.name, _LINE_COLUMNS), line_rows)
-            else:
-                conn.execute(
-                    insert(order_table),
-                    [dict(zip(_ORDER_COLUMNS, r, strict=True)) for r in order_rows],
-                )
-                conn.execute(
-                    insert(line_table),
-                    [dict(zip(_LINE_COLUMNS, r, strict=True)) for r in line_rows],
-                )
-        start = AS_OF - timedelta(days=HISTORY_DAYS)
-        for profile in profiles:
-            cid = profile["customer_id"]
-            profile["order_count"] = totals.count[cid]
-            profile["spend_cents"] = totals.spend[cid]
-            second = totals.last[cid]
-            profile["last_order_at"] = None if second < 0 else start + timedelta(seconds=second)
-        conn.execute(insert(Profile.__table__), profiles)
-        seconds = time.perf_counter() - started
-        conn.execute(
-            insert(SeedInfo.__table__),
-            [
-                {
-                    "id": 1,
-                    "version": SCHEMA_VERSION,
-                    "orders": orders,
-                    "customers": n_customers,
-                    "seed": seed,
-                    "seconds_ms": int(seconds * 1000),
-                }
-            ],
-        )
-    if not sqlite and engine.dialect.name == "postgresql":
-        with engine.begin() as conn:
-            for table in ("orders", "order_lines"):  # the ids were given: move the sequences on
-                conn.execute(
-                    text(
-                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                        f"(SELECT max(id) FROM {table}))"
-                    )
-                )
-            conn.execute(text("ANALYZE"))  # the planner's statistics
-    return time.perf_counter() - started
-
-
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-
-
-def _seeded(engine: Engine, orders: int, seed: int) -> bool:
-    if not inspect(engine).has_table(SeedInfo.__tablename__):
-        return False
-    with engine.connect() as conn:
-        row = conn.execute(select(SeedInfo).where(SeedInfo.id == 1)).first()
-    return (
-        row is not None
-        and row.version == SCHEMA_VERSION
-        and row.orders == orders
-        and row.seed == seed
-    )
 
 
 @contextlib.contextmanager
@@ -604,9 +187,9 @@ def ensure_database(url: str, *, orders: int, seed: int = 42, covering: bool = F
     engine = sync_engine(url)
     try:
         seconds = 0.0
-        fresh = not _seeded(engine, orders, seed)
+        fresh = not is_seeded(engine, orders, seed)
         if fresh:
-            seconds = _seed(engine, orders, seed)
+            seconds = seed_schema(engine, orders, seed)
         started = time.perf_counter()
         _set_index(engine, covering)
         return Seeded(
@@ -623,7 +206,7 @@ def _ensure_sqlite(url: str, path: Path, orders: int, seed: int, covering: bool)
         fresh = False
         engine = sync_engine(f"sqlite:///{path}")
         try:
-            if not path.exists() or not _seeded(engine, orders, seed):
+            if not path.exists() or not is_seeded(engine, orders, seed):
                 fresh = True
                 engine.dispose()
                 seconds = _seed_sqlite_file(path, orders, seed)
@@ -637,7 +220,7 @@ def _ensure_sqlite(url: str, path: Path, orders: int, seed: int, covering: bool)
         index_seconds = 0.0
         copy_engine = sync_engine(f"sqlite:///{copy}")
         try:
-            stale = fresh or not copy.exists() or not _seeded(copy_engine, orders, seed)
+            stale = fresh or not copy.exists() or not is_seeded(copy_engine, orders, seed)
         finally:
             copy_engine.dispose()
         if stale:
@@ -667,7 +250,7 @@ def _seed_sqlite_file(path: Path, orders: int, seed: int) -> float:
         cursor.close()
 
     try:
-        seconds = _seed(engine, orders, seed)
+        seconds = seed_schema(engine, orders, seed)
     finally:
         engine.dispose()
     _to_wal(temp)

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import Session, selectinload
 
-from orders.db import AS_OF, COVERING_INDEX, Customer, Order, OrderLine, Product, Profile
+from orders.schema import AS_OF, COVERING_INDEX, Customer, Order, OrderLine, Product, Profile
 
 __all__ = ["CoreQueries", "Offload", "OrmQueries", "Queries", "since_for"]
 
@@ -133,7 +133,7 @@ def _hinted(query: Any, ignore_index: bool) -> Any:
     return query.with_hint(Order, f"IGNORE INDEX ({COVERING_INDEX})", "mysql")
 
 
-def _categories_query(customer_id: int, since: datetime) -> Select[Any]:
+def _categories_query(customer_id: int, since: datetime) -> Select[str, int, int]:
     spend = func.sum(
         (OrderLine.unit_price_cents - OrderLine.discount_cents) * OrderLine.quantity
     ).label("spend_cents")
@@ -435,7 +435,10 @@ class CoreQueries(Queries):
         values = _new_order(customer_id, subtotal, count, channel)
         async with self.engine.begin() as conn:
             result = await conn.execute(insert(Order.__table__).values(**values))
-            order_id = int(result.inserted_primary_key[0])
+            key = result.inserted_primary_key
+            if key is None:  # a one-row INSERT always has its key
+                raise RuntimeError("the database returned no key for the new order")
+            order_id = int(key[0])
             await conn.execute(
                 insert(OrderLine.__table__), [{**line, "order_id": order_id} for line in lines]
             )
@@ -457,7 +460,8 @@ async def _time_queries(url: str, orders: int, runs: int) -> list[str]:
     import random
     import statistics
 
-    from orders.db import async_engine, customers_for, ensure_database, sync_engine
+    from orders.db import async_engine, ensure_database, sync_engine
+    from orders.seeding import customers_for
 
     plain = ensure_database(url, orders=orders, covering=False)
     covered = ensure_database(url, orders=orders, covering=True)

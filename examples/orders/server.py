@@ -22,9 +22,11 @@ What each flag of ``orders.config.OrdersConfig`` changes here:
 - ``async_db`` / ``covering_index``: ``orders.queries`` (sync ORM on threads vs async Core;
   on SQLite, ``orders.sqlite_queries``: sqlite3 on two threads instead of aiosqlite's
   thread per connection; the index lives in its own SQLite file, see ``orders.db``);
-- ``async_recs`` / ``recs_cache``: a blocking ``urllib`` call (new connection each time) vs a
-  pooled aiohttp session; millimcp's cache store in front, tagged ``customer:{id}``;
-- ``trimmed`` / ``fast_codec``: debug fields and long explanations or not; ``json`` or msgspec;
+- ``async_recs`` / ``recs_cache``: ``orders.recs`` (a blocking ``urllib`` call, new connection
+  each time, vs a pooled aiohttp session; millimcp's cache store in front, tagged
+  ``customer:{id}``);
+- ``trimmed`` / ``fast_codec``: ``orders.views`` (debug fields and long explanations or not;
+  ``json`` or msgspec);
 - ``compression``: millimcp's response compression (zstd/gzip as the client accepts) or none;
 - ``quiet_logging``: DEBUG of full bodies written synchronously, or INFO lines that a thread
   writes in batches (``orders.quietlog``).
@@ -44,25 +46,24 @@ import json
 import logging
 import logging.handlers
 import os
-import platform
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from millimcp import Cache, Context, HttpConfig, Server, ServerConfig, ToolError
+from millimcp import Context, HttpConfig, Server, ServerConfig, ToolError
 from millimcp.observe import trace_headers
-from millimcp.protocol.types import CallToolResult
 from orders.auth import WRITE, Verifier
 from orders.config import FLAGS, PRESETS, OrdersConfig, data_dir, with_settings
-from orders.db import HISTORY_DAYS, async_engine, ensure_database, ignores_index, sync_engine
+from orders.db import async_engine, ensure_database, ignores_index, sync_engine
 from orders.queries import CoreQueries, Offload, OrmQueries, Queries, since_for
+from orders.recs import BlockingRecommender, CachedRecommender, PooledRecommender, Recommender
+from orders.schema import HISTORY_DAYS
 from orders.sqlite_queries import SqliteQueries, sqlite_path
+from orders.views import Views, analysis, analysis_text
 
 __all__ = ["build_server", "main"]
 
@@ -70,30 +71,6 @@ T = TypeVar("T")
 log = logging.getLogger("orders")
 
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
-SUMMARY_KEYS = ("id", "created_at", "status", "total_cents", "item_count")
-DETAIL_KEYS = (
-    *SUMMARY_KEYS,
-    "customer_id",
-    "channel",
-    "currency",
-    "subtotal_cents",
-    "shipping_cents",
-    "tax_cents",
-)
-LINE_KEYS = ("product_id", "name", "category", "quantity", "unit_price_cents", "discount_cents")
-PROFILE_KEYS = (
-    "id",
-    "name",
-    "email",
-    "region",
-    "segment",
-    "created_at",
-    "tier",
-    "preferred_categories",
-    "marketing_opt_in",
-    "orders",
-)
-SUGGESTION_KEYS = ("product_id", "name", "category", "price_cents", "score", "reason")
 
 
 class LineItem(msgspec.Struct, forbid_unknown_fields=True):
@@ -107,254 +84,7 @@ CustomerId = Annotated[int, msgspec.Meta(ge=1)]
 Days = Annotated[int, msgspec.Meta(ge=1, le=HISTORY_DAYS + 3650)]
 
 
-# -- the recommendation service --------------------------------------------------------------
-
-
-class Recommender:
-    """Asks the recommendation service for a customer's suggestions (its JSON answer)."""
-
-    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        pass
-
-
-class BlockingRecommender(Recommender):
-    """``urllib``: a new connection per call (it sends ``Connection: close``), and the thread
-    it runs on waits for the whole answer."""
-
-    def __init__(self, base: str, offload: Offload, decode: Callable[[bytes], Any]) -> None:
-        self.base = base.rstrip("/")
-        self.offload = offload
-        self.decode = decode
-
-    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
-        return await self.offload(self._get, customer_id, limit, headers)
-
-    def _get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
-        query = urllib.parse.urlencode({"customer_id": customer_id, "limit": limit})
-        request = urllib.request.Request(f"{self.base}/recommendations?{query}", headers=headers)
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return self.decode(response.read())  # type: ignore[no-any-return]
-
-
-class PooledRecommender(Recommender):
-    """aiohttp with a kept-alive pool (50 connections); the event loop waits, no thread."""
-
-    def __init__(self, base: str, decode: Callable[[bytes], Any]) -> None:
-        import aiohttp
-
-        self.base = base.rstrip("/")
-        self.decode = decode
-        self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=50, keepalive_timeout=30, ttl_dns_cache=300),
-            timeout=aiohttp.ClientTimeout(total=30),
-        )
-
-    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
-        params = {"customer_id": str(customer_id), "limit": str(limit)}
-        async with self.session.get(
-            f"{self.base}/recommendations", params=params, headers=headers
-        ) as response:
-            response.raise_for_status()
-            return self.decode(await response.read())  # type: ignore[no-any-return]
-
-    async def close(self) -> None:
-        await self.session.close()
-
-
-class CachedRecommender(Recommender):
-    """The answers of ``inner`` kept in millimcp's cache store for ``ttl`` seconds, tagged
-    ``customer:{id}`` (``create_order`` invalidates the tag); identical concurrent asks run
-    once."""
-
-    def __init__(self, inner: Recommender, server: Server, ttl: float) -> None:
-        self.inner = inner
-        self.store = server.cache
-        self.policy = Cache(ttl=ttl)
-
-    async def get(self, customer_id: int, limit: int, headers: dict[str, str]) -> dict[str, Any]:
-        async def ask() -> CallToolResult:
-            answer = await self.inner.get(customer_id, limit, headers)
-            return CallToolResult(content=[], structured_content=answer)
-
-        result = await self.store.fetch(
-            "recommender",
-            self.policy,
-            ("recommender", customer_id, limit),
-            lambda: (f"customer:{customer_id}",),
-            False,  # in this process only
-            ask,
-        )
-        return result.structured_content  # type: ignore[no-any-return]
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-# -- responses --------------------------------------------------------------------------------
-
-
-def _pick(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {key: item[key] for key in keys}
-
-
-class Views:
-    """Builds the responses: the trimmed core, or the core with debug fields and long
-    explanations (the untrimmed ~60 KB of S6.1); encodes them with ``json`` or msgspec."""
-
-    def __init__(self, config: OrdersConfig, db_url: str) -> None:
-        self.trimmed = config.trimmed
-        self._encode: Callable[[Any], str] = (
-            (lambda value: msgspec.json.encode(value).decode()) if config.fast_codec else json.dumps
-        )
-        self.server_info = {
-            "pid": os.getpid(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "database": db_url,
-            "config": config.name,
-            "flags": config.flags(),
-        }
-
-    def render(self, payload: dict[str, Any]) -> str:
-        return self._encode(payload)
-
-    def summary(self, order: dict[str, Any]) -> dict[str, Any]:
-        return _pick(order, SUMMARY_KEYS) if self.trimmed else order
-
-    def detail(self, order: dict[str, Any]) -> dict[str, Any]:
-        if not self.trimmed:
-            return order
-        out = _pick(order, DETAIL_KEYS)
-        out["lines"] = [_pick(line, LINE_KEYS) for line in order["lines"]]
-        return out
-
-    def profile(self, profile: dict[str, Any]) -> dict[str, Any]:
-        out = _pick(profile, PROFILE_KEYS)
-        out["preferred_categories"] = profile["preferred_categories"].split(",")
-        out["marketing_opt_in"] = bool(profile["marketing_opt_in"])
-        if not self.trimmed:
-            out["credit_limit_cents"] = profile["credit_limit_cents"]
-            out["notes"] = profile["notes"]
-            out["explanation"] = _profile_text(out)
-        return out
-
-    def suggestions(
-        self, answer: dict[str, Any], products: dict[int, dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        out = []
-        for item in answer["items"]:
-            product = products.get(item["product_id"])
-            if product is None:  # not sold any more
-                continue
-            suggestion = {
-                "product_id": item["product_id"],
-                "name": product["name"],
-                "category": product["category"],
-                "price_cents": product["price_cents"],
-                "score": item["score"],
-                "reason": item["reason"],
-            }
-            if not self.trimmed:
-                suggestion["description"] = product.get("description")
-                suggestion["features"] = item["features"]
-                suggestion["explanation"] = _suggestion_text(suggestion)
-            out.append(suggestion)
-        return out
-
-    def finish(
-        self,
-        payload: dict[str, Any],
-        tool: str,
-        arguments: dict[str, Any],
-        timings: dict[str, float],
-        extra: dict[str, Any] | None = None,
-    ) -> str:
-        if not self.trimmed:
-            payload["debug"] = {
-                "tool": tool,
-                "arguments": arguments,
-                "timings_ms": {k: round(v * 1000, 3) for k, v in timings.items()},
-                "server": self.server_info,
-                "generated_at": time.time(),
-                **(extra or {}),
-            }
-        return self.render(payload)
-
-
-def _suggestion_text(s: dict[str, Any]) -> str:
-    return (
-        f"Why {s['name']}: the recommendation model ranked it with a score of {s['score']} "
-        f"because it was {s['reason']}. It belongs to the {s['category']} category, which "
-        "customers with a similar purchase history buy again within ninety days more often "
-        "than the average customer does. The price of "
-        f"{s['price_cents'] / 100:.2f} EUR sits inside the range this customer usually pays "
-        "for items of this category, and the item is in stock in the customer's nearest "
-        "warehouse, so it can ship within two working days. Similar customers who bought it "
-        "rated it 4.4 out of 5 on average and returned it less often than other items of the "
-        "category. Consider mentioning it together with the customer's most recent order; "
-        "bundled suggestions are accepted about twice as often as standalone ones. "
-    ) * 2
-
-
-def _profile_text(p: dict[str, Any]) -> str:
-    orders = p["orders"]
-    return (
-        f"{p['name']} is a {p['tier']} {p['segment']} customer in {p['region']} since "
-        f"{p['created_at'][:10]}, with {orders['count']} orders worth "
-        f"{orders['spend_cents'] / 100:.2f} EUR in total; the last one on "
-        f"{(orders['last_order_at'] or 'never')[:10]}. They prefer "
-        f"{', '.join(p['preferred_categories'])}. Marketing consent is "
-        f"{'given' if p['marketing_opt_in'] else 'not given'}: only service messages may be "
-        "sent otherwise. The profile was last reviewed by the segment team; tier changes "
-        "are evaluated monthly from the trailing twelve months of spend. "
-    ) * 3
-
-
-def _analysis_text(totals: dict[str, Any], months: list[dict[str, Any]], days: int) -> str:
-    busiest = max(months, key=lambda m: m["spend_cents"])["month"] if months else "none"
-    return (
-        f"Over the last {days} days of the history the customer placed {totals['orders']} "
-        f"orders for {totals['spend_cents'] / 100:.2f} EUR, {totals['avg_order_cents'] / 100:.2f}"
-        f" EUR per order on average, with {totals['items']} items in all. The busiest month "
-        f"was {busiest}. Spend is compared with the customer's own history rather than with "
-        "the segment average, because segment averages hide seasonal buyers. Cancelled and "
-        "returned orders count in the order total but are reported apart below, so that a "
-        "high return rate stands out. Suggestions come from the recommendation service and "
-        "are filtered to products still on sale; each carries the model's score and the "
-        "reason it gave. "
-    ) * 4
-
-
-def _analysis(
-    orders: list[dict[str, Any]], categories: list[dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, int], list[dict[str, Any]]]:
-    spend = sum(o["total_cents"] for o in orders)
-    items = sum(o["item_count"] for o in orders)
-    totals = {
-        "orders": len(orders),
-        "spend_cents": spend,
-        "items": items,
-        "avg_order_cents": spend // len(orders) if orders else 0,
-    }
-    by_status: dict[str, int] = {}
-    months: dict[str, dict[str, Any]] = {}
-    for order in orders:
-        by_status[order["status"]] = by_status.get(order["status"], 0) + 1
-        month = order["created_at"][:7]
-        entry = months.setdefault(month, {"month": month, "orders": 0, "spend_cents": 0})
-        entry["orders"] += 1
-        entry["spend_cents"] += order["total_cents"]
-    return (
-        totals,
-        dict(sorted(by_status.items())),
-        sorted(months.values(), key=lambda m: m["month"]),
-    )
-
-
-# -- the server -------------------------------------------------------------------------------
+# -- the tools and the app -------------------------------------------------------------------------
 
 
 def _drive(coro: Coroutine[Any, Any, T]) -> T:
@@ -546,7 +276,7 @@ def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
         db = time.perf_counter()
         suggested, answer = await suggestions(customer_id, 10)
         recs = time.perf_counter()
-        totals, by_status, months = _analysis(orders, categories)
+        totals, by_status, months = analysis(orders, categories)
         payload: dict[str, Any] = {
             "customer_id": customer_id,
             "since": since.isoformat(),
@@ -558,7 +288,7 @@ def build_server(config: OrdersConfig, *, server_timing: bool = True) -> Server:
             "suggestions": suggested,
         }
         if not views.trimmed:
-            payload["narrative"] = _analysis_text(totals, months, days)
+            payload["narrative"] = analysis_text(totals, months, days)
         arguments = {"customer_id": customer_id, "days": days}
         body = views.finish(
             payload,

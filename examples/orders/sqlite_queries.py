@@ -197,6 +197,7 @@ class SqliteQueries(Queries):
     async def orders(
         self, customer_id: int, since: datetime, status: str | None, limit: int
     ) -> list[dict[str, Any]]:
+        args: tuple[int | str, ...]
         if status is None:
             sql, args = self._orders_sql, (customer_id, _stored(since), limit)
         else:

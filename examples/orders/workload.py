@@ -135,7 +135,8 @@ def hot_customers(db_url: str, first_order: int, last_order: int) -> list[int]:
     """The customers of the orders the agents draw from."""
     from sqlalchemy import select
 
-    from orders.db import Order, sync_engine
+    from orders.db import sync_engine
+    from orders.schema import Order
 
     engine = sync_engine(db_url)
     try:

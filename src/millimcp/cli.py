@@ -1,9 +1,10 @@
 """``millimcp serve module:server`` (also ``python -m millimcp``).
 
-Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both uvicorn and granian
-set it on accepted sockets); access logs off. uvicorn with httptools and uvloop is the default
-HTTP server: on a raw ASGI app it costs about half the CPU per call of granian's ASGI mode
-here (21 vs 42 us), see docs/serving.md.
+Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (every front sets it on
+accepted sockets); access logs off. The native HTTP/1.1 front (asyncio.Protocol + httptools,
+no ASGI layer) is the default: it passes the same conformance, interop and hostile-input tests
+as uvicorn at less CPU per call than the bare ASGI floor; ``--http uvicorn|granian`` (or
+``MILLIMCP_HTTP_FRONT``) picks an ASGI server instead, see docs/serving.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from typing import Any, NoReturn
 
 from millimcp.errors import ConfigurationError, MissingExtra
-from millimcp.server.serve import load_target, run_app
+from millimcp.server.serve import FRONT_ENV, FRONTS, default_front, load_target, run_app
 from millimcp.transports.http import HttpConfig
 
 __all__ = ["load_target", "main"]
@@ -81,7 +82,12 @@ def _main(argv: list[str]) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--http", choices=("uvicorn", "granian", "native"), default="uvicorn")
+    serve.add_argument(
+        "--http",
+        choices=FRONTS,
+        help=f"the HTTP server (default: native, or ${FRONT_ENV}): millimcp's native "
+        "HTTP/1.1 front, or the ASGI app under uvicorn or granian",
+    )
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--certfile", help="TLS certificate chain (PEM); needs --keyfile")
     serve.add_argument("--keyfile", help="TLS private key (PEM; PKCS#8 for granian)")
@@ -111,8 +117,14 @@ def _main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return _serve_stdio(args)
-    if args.http == "native":
+    try:
+        front = args.http or default_front()
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr)
+        return 2
+    if front == "native":  # args.http None: native unless the app is not an endpoint app
         return _serve_native(args)
+    args.http = front
     try:
         _serve_http(args)
     except ConfigurationError as exc:
@@ -165,7 +177,7 @@ def _serve_workers(args: argparse.Namespace) -> None:
 
     spec = {
         "target": args.target,
-        "front": args.http,
+        "front": args.http,  # None: each worker picks (server.serve.front_for)
         "path": args.path,
         "graceful_timeout_s": args.graceful_timeout,
         "health_path": args.health_path,
@@ -175,9 +187,10 @@ def _serve_workers(args: argparse.Namespace) -> None:
     }
     scheme = "https" if args.certfile else "http"
     host = f"[{args.host}]" if ":" in args.host else args.host
+    front = args.http or default_front()
     banner = (
         f"millimcp: serving {scheme}://{host}:{args.port}{args.path} ({args.workers} "
-        f"{args.http} workers, pid {os.getpid()}; SIGHUP restarts them one by one; Ctrl-C or "
+        f"{front} workers, pid {os.getpid()}; SIGHUP restarts them one by one; Ctrl-C or "
         "SIGTERM to stop)"
     )
     code = run_workers(
@@ -193,7 +206,10 @@ def _serve_workers(args: argparse.Namespace) -> None:
 
 
 def _serve_native(args: argparse.Namespace) -> int:
-    """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`)."""
+    """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`).
+
+    Without ``--http`` an app the native front cannot serve (an auth-protected server's
+    gate) goes to uvicorn (:func:`~millimcp.server.serve.front_for`)."""
     if args.workers > 1:
         try:
             _check_module(args.target)
@@ -217,7 +233,9 @@ def _serve_native(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             workers=args.workers,
-            http="native",
+            http=args.http,
+            log_level=args.log_level,
+            graceful_timeout_s=args.graceful_timeout,
             certfile=args.certfile,
             keyfile=args.keyfile,
             banner=f"millimcp: serving {scheme}://{host}:{args.port}{args.path} "

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from millimcp import Server, ServerConfig
+
+if delay := os.environ.get("ROLLING_START_DELAY"):  # a worker slow to start (seconds)
+    time.sleep(float(delay))
 
 server = Server("rolling-restart-test-server", config=ServerConfig(state_key=b"r" * 32))
 

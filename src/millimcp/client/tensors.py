@@ -188,7 +188,7 @@ class ClientTensors:
             return {EXTENSION: {}}
         shm.sweep()  # segments of earlier clients that died
         self._probe, token = shm.create_probe()
-        self._arguments = shm.SegmentPool(keep=4)
+        self._arguments = shm.SegmentPool(keep=4, lent=False)  # only the server reads them
         self._replies = shm.SegmentPool(keep=4, capacity=REPLY_BYTES)
         names = [segment.name for segment in self._replies.reserve()]
         offer = {"probe": self._probe.name, "token": token, "replyTo": names}
@@ -342,7 +342,10 @@ def _shm() -> ModuleType:
 
 def _offers_shared_memory(extensions: Mapping[str, Any]) -> bool:
     declared = extensions.get(EXTENSION)
-    return isinstance(declared, Mapping) and isinstance(declared.get("sharedMemory"), Mapping)
+    if type(declared) is not dict and not isinstance(declared, Mapping):
+        return False
+    offer = declared.get("sharedMemory")
+    return type(offer) is dict or isinstance(offer, Mapping)
 
 
 def _into_segment(
@@ -350,7 +353,7 @@ def _into_segment(
 ) -> tuple[dict[str, Any], TensorCall]:
     """The arguments' tensor document copied into a pooled segment (one copy), and the
     arguments rewritten from ``cid:<name>`` to ``shm:<segment>#<name>``."""
-    size = sum(len(memoryview(p).cast("B")) for p in parts)
+    size = sum(map(len, parts))  # bytes, and 1-D byte views (wire.pack's parts)
     segment = pool.take(size)
     nbytes = _shm().fill(segment, parts)
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from millimcp.errors import ProtocolError
+from millimcp.protocol.types import CallToolResult
 from millimcp.server import Server
 from millimcp.session import Context, RequestHandler
 
@@ -26,6 +27,7 @@ __all__ = ["MiddlewareServer", "RequestContext"]
 
 _JSON: Final = msgspec.json.Decoder()
 _JSON_OUT: Final = msgspec.json.Encoder()
+_TOOL_RESULT: Final = msgspec.json.Decoder(CallToolResult)
 Middleware = Callable[["RequestContext", Callable[["RequestContext"], Awaitable[Any]]], Any]
 
 
@@ -77,7 +79,10 @@ def _wrapped(handler: RequestHandler, chain: tuple[Middleware, ...]) -> RequestH
             given = params
             if seen.params is not raw:  # rewritten by a middleware: validated again
                 given = msgspec.json.decode(_JSON_OUT.encode(seen.params), type=type(params))
-            return await handler(given, ctx)
+            result = await handler(given, ctx)
+            if type(result) is msgspec.Raw:  # a pre-encoded tools/call result: a struct here
+                return _TOOL_RESULT.decode(result)
+            return result
 
         call_next: Callable[[RequestContext], Awaitable[Any]] = innermost
         for middleware in reversed(chain):

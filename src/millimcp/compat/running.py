@@ -139,7 +139,7 @@ class Runner:
             return
         if transport not in ("streamable-http", "http"):
             raise ValueError(f"Unknown transport: {transport}")
-        app = self.streamable_http_app(**options)
+        app = self._served_app(**options)
         from millimcp.server.serve import run_app
 
         level = str(self.settings.log_level).lower()
@@ -154,17 +154,31 @@ class Runner:
         await self.server.serve_stdio()
 
     async def run_streamable_http_async(self, **options: Any) -> None:
+        from millimcp.server.serve import front_for
+
+        app = self._served_app(**options)
+        if front_for(app, None) == "native":
+            from millimcp.transports.native import serve_native
+
+            await serve_native(app, host=self.settings.host, port=self.settings.port)
+            return
         import uvicorn
 
         config = uvicorn.Config(
-            self.streamable_http_app(**options),
-            host=self.settings.host,
-            port=self.settings.port,
-            log_level="warning",
+            app, host=self.settings.host, port=self.settings.port, log_level="warning"
         )
         await uvicorn.Server(config).serve()
 
-    def streamable_http_app(
+    def _served_app(self, **options: Any) -> Any:
+        """What ``run()`` serves: millimcp's endpoint app itself when no custom route needs
+        Starlette (the native front serves it, by default), else ``streamable_http_app()``."""
+        if self._routes:
+            return self.streamable_http_app(**options)
+        self._configure(**options)
+        endpoint = self.settings.streamable_http_path
+        return self.server.asgi(http=http_config(self.settings, endpoint))
+
+    def _configure(
         self,
         *,
         host: str | None = None,
@@ -176,9 +190,8 @@ class Runner:
         transport_security: Any = None,
         log_level: str | None = None,
         **_: Any,
-    ) -> Any:
-        """The MCP endpoint (and the custom routes) as an ASGI app: a Starlette app when
-        Starlette is installed (``.routes``, ``.router.lifespan_context``), else millimcp's."""
+    ) -> None:
+        """The settings ``run()`` and ``*_app()`` are given (``None`` keeps a setting)."""
         self.settings.update(
             host=host,
             port=port,
@@ -188,6 +201,13 @@ class Runner:
             transport_security=transport_security,
             log_level=log_level,
         )
+
+    def streamable_http_app(self, **options: Any) -> Any:
+        """The MCP endpoint (and the custom routes) as an ASGI app: a Starlette app when
+        Starlette is installed (``.routes``, ``.router.lifespan_context``), else millimcp's.
+        ``options``: ``host``, ``port``, ``streamable_http_path`` (or ``path``),
+        ``json_response``, ``stateless_http``, ``transport_security``, ``log_level``."""
+        self._configure(**options)
         endpoint = self.settings.streamable_http_path
         try:
             from starlette.applications import Starlette

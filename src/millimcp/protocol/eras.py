@@ -33,7 +33,7 @@ era.
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, overload
 
 from millimcp.errors import InvalidParams, MethodNotFound, UnsupportedProtocolVersion
 from millimcp.protocol.headers import McpHeaders
@@ -82,13 +82,34 @@ def classify_line(method: str, meta_version: str | None) -> Era:
     return MODERN
 
 
+@overload
 def check_modern(
     method: str,
     meta: RequestMeta | None,
     name: str | None = None,
     headers: McpHeaders | None = None,
-) -> str:
+    classify: Literal[False] = False,
+) -> str: ...
+@overload
+def check_modern(
+    method: str,
+    meta: RequestMeta | None,
+    name: str | None,
+    headers: McpHeaders | None,
+    classify: bool,
+) -> str | None: ...
+def check_modern(
+    method: str,
+    meta: RequestMeta | None,
+    name: str | None = None,
+    headers: McpHeaders | None = None,
+    classify: bool = False,
+) -> str | None:
     """A modern request's checks, in the spec's order; returns its version.
+
+    ``classify`` (an HTTP POST without a session, ``headers`` given): first decide the era as
+    :func:`classify_http` does, and return None for a handshake-era request (no checks): one
+    call on the hot path for both.
 
     1. the method is in the era (-32601, HTTP 404);
     2. over HTTP (``headers``): ``Mcp-Method`` agrees with the body, then ``Mcp-Name`` with
@@ -97,6 +118,12 @@ def check_modern(
     4. over HTTP: ``MCP-Protocol-Version`` agrees with ``_meta`` (-32020);
     5. the version is served (-32022).
     """
+    if (
+        classify
+        and (meta is None or meta.protocol_version is None)
+        and (headers is None or headers.protocol_version not in _MODERN)
+    ):
+        return None
     if method in LEGACY_ONLY:
         raise MethodNotFound(f"Method not found: {method}")
     if headers is not None:

@@ -276,7 +276,17 @@ def _salvage_id(data: bytes) -> int | str | None:
         return None
 
 
+_RESULT_HEAD: Final = b'{"jsonrpc":"2.0","id":'
+_RESULT_KEY: Final = b',"result":'
+_RAW: Final = msgspec.Raw
+
+
 def encode_result(request_id: int | str, result: Any) -> bytes:
+    """The reply to a request. A result already encoded (a :class:`msgspec.Raw`, such as a
+    :class:`~millimcp.protocol.types.TextResultTemplate`'s) goes in as it is, the envelope
+    built around it by concatenation."""
+    if type(result) is _RAW:
+        return b"".join((_RESULT_HEAD, encode(request_id), _RESULT_KEY, result, b"}"))
     return encode(_ResultResponse("2.0", request_id, result))
 
 

@@ -1,7 +1,12 @@
-"""Running an ASGI app under an HTTP server: uvicorn (default), granian, or the native front.
+"""Running an ASGI app under an HTTP server: the native front (default), uvicorn or granian.
 
-Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (both servers set it on
-accepted sockets); access logs off. Why uvicorn is the default: docs/serving.md.
+Binds 127.0.0.1 unless told otherwise; keep-alive on; TCP_NODELAY (every front sets it on
+accepted sockets); access logs off. The native front (:mod:`millimcp.transports.native`) is the
+default for a millimcp endpoint app (``server.asgi()``); any other ASGI app, and an import
+string, goes to uvicorn unless ``http=`` says otherwise. ``MILLIMCP_HTTP_FRONT`` (native,
+uvicorn or granian) changes the default without touching the code that serves (``millimcp
+serve``, ``run_http()``, a compat server's ``run()``); ``http=``/``--http`` wins over it. Why:
+docs/serving.md.
 
 TLS (``certfile`` + ``keyfile``, PEM) works with both. Session resumption is on in both, so
 a client that reconnects skips the full handshake (SEEDS S2.3): uvicorn's OpenSSL context
@@ -26,7 +31,43 @@ from millimcp.errors import ConfigurationError
 if TYPE_CHECKING:
     from millimcp.transports.http import HttpConfig
 
-__all__ = ["load_target", "run_app", "run_workers", "serve_uvicorn"]
+__all__ = [
+    "FRONTS",
+    "FRONT_ENV",
+    "default_front",
+    "front_for",
+    "load_target",
+    "run_app",
+    "run_workers",
+    "serve_uvicorn",
+]
+
+FRONTS = ("native", "uvicorn", "granian")
+"""The HTTP fronts ``run_app`` (and ``millimcp serve --http``) knows, the default first."""
+FRONT_ENV = "MILLIMCP_HTTP_FRONT"
+"""The environment variable that names the default front (unset or empty: native)."""
+
+
+def default_front() -> str:
+    """The front to use when none is given: ``$MILLIMCP_HTTP_FRONT``, else ``native``."""
+    front = os.environ.get(FRONT_ENV, "").strip().lower() or FRONTS[0]
+    if front not in FRONTS:
+        raise ConfigurationError(
+            f"{FRONT_ENV}={os.environ[FRONT_ENV]!r} is not an HTTP front: use " + ", ".join(FRONTS)
+        )
+    return front
+
+
+def front_for(app: Any, http: str | None) -> str:
+    """The front that serves ``app``: ``http`` when given; else :func:`default_front`, except
+    that the native front serves only a millimcp endpoint app (``server.asgi()``), so any
+    other ASGI app (or an import string) goes to uvicorn by default."""
+    if http is not None:
+        return http
+    front = default_front()
+    if front == "native" and not _is_endpoint(app):
+        return "uvicorn"
+    return front
 
 
 def load_target(spec: str) -> Any:
@@ -51,7 +92,7 @@ def run_app(
     host: str = "127.0.0.1",
     port: int = 8000,
     workers: int = 1,
-    http: str = "uvicorn",
+    http: str | None = None,
     log_level: str = "warning",
     keepalive_s: float | None = None,
     certfile: str | None = None,
@@ -63,9 +104,11 @@ def run_app(
     """Serve an ASGI app (or an import string, needed for workers > 1 and granian).
 
     ``certfile`` and ``keyfile`` (PEM; granian wants the key in PKCS#8) turn on TLS.
-    ``http="native"`` serves a millimcp endpoint app (``server.asgi()``) on the native
-    HTTP/1.1 front (:mod:`millimcp.transports.native`), the limits and timeouts the app's
-    ``HttpConfig``. ``workers > 1`` (uvicorn: with an import string) runs a
+    ``http`` is ``"native"``, ``"uvicorn"`` or ``"granian"``; ``None`` picks
+    :func:`front_for`: the native HTTP/1.1 front (:mod:`millimcp.transports.native`) for a
+    millimcp endpoint app (``server.asgi()``; its limits and timeouts are the app's
+    ``HttpConfig``), uvicorn for any other app, unless ``MILLIMCP_HTTP_FRONT`` says otherwise.
+    ``workers > 1`` (uvicorn: with an import string) runs a
     :class:`~millimcp.transports.supervisor.Supervisor`: the workers share one listening socket,
     SIGHUP restarts them one by one, SIGTERM/SIGINT drains them all.
     ``keepalive_s``, ``graceful_timeout_s`` and ``max_connections`` default to the app's
@@ -81,6 +124,7 @@ def run_app(
     connections = limits.max_connections if max_connections is None else max_connections
     if (certfile is None) != (keyfile is None):
         raise ConfigurationError("TLS needs both a certificate file and a key file")
+    http = front_for(app, http)
     if http == "native":
         from millimcp.transports.native import run_native
 
@@ -99,6 +143,8 @@ def run_app(
         if code:
             raise SystemExit(code)
     elif http == "uvicorn":
+        if certfile is not None and keyfile is not None:
+            _check_tls(certfile, keyfile)  # in one line here, not in uvicorn's traceback
         if workers > 1 and isinstance(app, str):
             spec = {
                 "app": app,
@@ -155,7 +201,7 @@ def run_app(
             ssl_key=None if keyfile is None else Path(keyfile),
         ).serve()
     else:
-        raise ConfigurationError(f"unknown HTTP server {http!r}: use uvicorn, granian or native")
+        raise ConfigurationError(f"unknown HTTP server {http!r}: use native, uvicorn or granian")
 
 
 def run_workers(
@@ -248,6 +294,13 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _check_tls(certfile: str, keyfile: str) -> None:
+    """That ``certfile`` and ``keyfile`` load as a PEM pair (the native front's own check)."""
+    from millimcp.transports.native.server import tls_context
+
+    tls_context(certfile, keyfile)
+
+
 def _protocol(header_timeout_s: float) -> Any:
     """uvicorn's HTTP protocol: httptools with the header deadline where it can be had."""
     if not _has("httptools"):
@@ -260,6 +313,13 @@ def _protocol(header_timeout_s: float) -> Any:
 def _announce(banner: str | None) -> None:
     if banner is not None:
         print(banner, file=sys.stderr, flush=True)
+
+
+def _is_endpoint(app: Any) -> bool:
+    """Whether ``app`` is a millimcp endpoint app (what the native front serves)."""
+    from millimcp.transports.http import StreamableHTTPApp
+
+    return isinstance(app, StreamableHTTPApp)
 
 
 def _limits(app: Any) -> HttpConfig:

@@ -466,7 +466,9 @@ class Server:
     def run_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
     ) -> None:
-        """Serve over Streamable HTTP until interrupted (``http=``: uvicorn, granian, native)."""
+        """Serve over Streamable HTTP until interrupted, on the native HTTP/1.1 front unless
+        ``http="uvicorn"``/``"granian"`` or ``MILLIMCP_HTTP_FRONT`` says otherwise
+        (:func:`~millimcp.server.serve.run_app` takes the other ``options``)."""
         from millimcp.server.serve import run_app
 
         run_app(self.asgi(path=path), host=host, port=port, **options)

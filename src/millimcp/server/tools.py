@@ -84,6 +84,7 @@ class ToolEntry:
         "invalidates",
         "invoke",
         "is_async",
+        "lean",
         "limiter",
         "meta",
         "name",
@@ -176,6 +177,10 @@ class ToolEntry:
         )
         """On the shorter path, the arguments struct's decoder when its fields can be passed
         positionally: no keyword dict is built, nor unpacked."""
+        self.lean = self.positional if self.task is None and self.limiter is None else None
+        """The shortest path, taken by the server's ``tools/call`` itself (no coroutine of
+        :meth:`call`): ``positional``, when the tool also has no task mode and no limit of
+        its own."""
         self.definition = Tool(
             name=self.name,
             title=options.title,
@@ -217,7 +222,7 @@ class ToolEntry:
             else:
                 kwargs = self.decode(raw_arguments)
         except (msgspec.DecodeError, ValueError) as exc:  # pydantic's ValidationError too
-            return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+            return self.invalid_arguments(exc)
         if record is not None:
             record.validate_ns = clock() - started
         if self.plain:
@@ -226,10 +231,10 @@ class ToolEntry:
             except (ProtocolError, InputRequired):
                 raise
             except Exception as exc:
-                return self._failed(exc)
+                return self.failed(exc)
             if type(value) is str:
                 return CallToolResult(content=[TextContent(text=value)])
-            return self._result(value, ctx)
+            return self.result(value, ctx)
         if self.header_params and ctx.headers is not None and is_modern(ctx.protocol_version or ""):
             # x-mcp-header mirroring is a 2026-07-28 rule: handshake-era clients never send it.
             check_param_headers(self.header_params, _json_arguments(raw_arguments), ctx.headers)
@@ -249,10 +254,15 @@ class ToolEntry:
         except (ProtocolError, InputRequired):
             raise
         except Exception as exc:
-            return self._failed(exc)
-        return self._result(value, ctx)
+            return self.failed(exc)
+        return self.result(value, ctx)
 
-    def _failed(self, exc: Exception) -> CallToolResult:
+    def invalid_arguments(self, exc: Exception) -> CallToolResult:
+        """The error result of arguments that do not validate."""
+        return error_result(f"Invalid arguments for tool {self.name!r}: {exc}")
+
+    def failed(self, exc: Exception) -> CallToolResult:
+        """The error result of a tool that raised ``exc``."""
         if isinstance(exc, ToolError):
             return error_result(str(exc))
         if isinstance(exc, TimeoutError) and self.timeout is not None:
@@ -260,7 +270,8 @@ class ToolEntry:
         log.warning("tool %s raised %s", self.name, type(exc).__name__, exc_info=True)
         return error_result(f"Tool {self.name!r} failed: {exc}")
 
-    def _result(self, value: Any, ctx: Context) -> CallToolResult:
+    def result(self, value: Any, ctx: Context) -> CallToolResult:
+        """What the tool returned, as a result."""
         try:
             if self.tensors and is_tensor_result(value):
                 return _tensor_result(value, ctx)

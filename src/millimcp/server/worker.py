@@ -4,7 +4,8 @@ Run as ``python -m millimcp.server.worker``. It reads what to serve from the env
 (:data:`~millimcp.transports.supervisor.SPEC_ENV`, JSON): ``target`` (``module:attribute``
 of a millimcp ``Server``, served at ``path`` with the ``graceful_timeout_s`` and
 ``health_path`` given) or ``app`` (an ASGI app's import string), ``front`` (``uvicorn`` or
-``native``), ``certfile``/``keyfile``, ``log_level``; serves it on the inherited listening
+``native``; none: :func:`~millimcp.server.serve.front_for` picks), ``certfile``/``keyfile``,
+``log_level``; serves it on the inherited listening
 socket, writes one byte to the ready pipe once it listens, and drains and exits 0 on
 SIGTERM, or when the supervisor's lifeline ends.
 """
@@ -60,7 +61,14 @@ def main() -> int:
         print(f"millimcp: {exc}", file=sys.stderr, flush=True)
         return 2
     certfile, keyfile = spec.get("certfile"), spec.get("keyfile")
-    if spec.get("front") == "native":
+    from millimcp.server.serve import front_for
+
+    try:
+        front = front_for(app, spec.get("front"))
+    except ConfigurationError as exc:
+        print(f"millimcp: {exc}", file=sys.stderr, flush=True)
+        return 2
+    if front == "native":
         from millimcp.transports.native.server import run_one, tls_context
 
         context = None if certfile is None else tls_context(certfile, keyfile)

@@ -2,8 +2,10 @@
 
 The transport (:mod:`millimcp.transports.http`) hands over each POSTed body with its MCP
 headers, each GET and each DELETE, with the :class:`~millimcp.transports.http.Exchange`
-to answer through. The endpoint decides the era once per request
-(:func:`millimcp.protocol.eras.classify_http`) and hands the request to that era's front:
+to answer through. The endpoint decides the era once per request (the rule of
+:func:`millimcp.protocol.eras.classify_http`, applied by the same call that makes the modern
+era's checks: :func:`~millimcp.protocol.eras.check_modern` with ``classify``) and hands the
+request to that era's front:
 
 - a POST naming a session goes to the handshake front as it is (the session decodes it:
   it may be a notification or the client's answer to a request of ours);
@@ -23,7 +25,7 @@ from typing import Any
 from millimcp.errors import ProtocolError
 from millimcp.observe import TRACE, clock
 from millimcp.protocol import MODERN_VERSIONS, McpHeaders
-from millimcp.protocol.eras import MODERN, classify_http
+from millimcp.protocol.eras import check_modern
 from millimcp.protocol.jsonrpc import check_nesting, check_utf8
 from millimcp.session.disconnects import DisconnectSweeper
 from millimcp.session.http_handshake import HandshakeHttp
@@ -71,7 +73,8 @@ class HttpEndpoint:
         try:
             # Router.admit, its fast path inlined (the hot path): one typed decode, of the
             # type Mcp-Method names when the header agrees with the body.
-            check_utf8(body)
+            if not body.isascii():
+                check_utf8(body)
             fast = router.requests.decode(body, headers.method)
             if fast is not None:
                 method, request_id, params = fast
@@ -82,15 +85,20 @@ class HttpEndpoint:
                 method, request_id, params, route, _ = router.admit_slowly(
                     body, False, headers.protocol_version in MODERN_VERSIONS
                 )
+                if method is None or route is None:
+                    return exchange.accepted()  # a notification: nothing to do without a session
+            # The era (classify_http) and, when modern, its checks: one call.
+            name_field = route.name_field
+            modern = check_modern(
+                method,
+                params.meta,
+                None if name_field is None else getattr(params, name_field),
+                headers,
+                True,
+            )
         except ProtocolError as exc:
             return refuse(exchange, request_id, exc, t0)
-        if method is None or route is None:
-            return exchange.accepted()  # a notification: nothing to do without a session
-        meta = params.meta
-        if (
-            classify_http(None if meta is None else meta.protocol_version, headers.protocol_version)
-            == MODERN
-        ):
+        if modern is not None:
             return self.modern.serve(method, request_id, params, route, headers, exchange, t0)
         return self.handshake.open(method, request_id, params, route, headers, exchange)
 

@@ -12,23 +12,31 @@ What it learns, per model (one policy per batcher):
 - **the largest batch worth running** (:attr:`AdaptivePolicy.limit`): it starts at 1 row and
   grows a step (a quarter, at least one row) while demand exceeds it, once batches at the
   new size show that the step paid: their per-row cost is at least ``min_gain`` below the
-  size before. When a step
-  stops paying, the limit goes back to the size before it and stays (a probe one step up every
+  size before. A step that does not pay is not yet the end: cost curves are jagged (one row
+  takes a matrix-vector path, two or three a matrix-matrix one that pays only from four), so
+  the limit tries further steps, up to twice the last size that paid (at least 3 rows more),
+  against that size; when none pays it goes back there and stays (a probe one step up every
   ``probe_every`` batches notices a model whose costs changed). With a latency objective, a
   batch whose oldest caller waited and ran past the objective halves the limit (Clipper's
   additive increase, multiplicative decrease), and the limit never grows to a size whose run
   alone would miss the objective;
 - **who comes back, and how soon**: callers in a closed loop (an agent, a benchmark) send
-  their next request soon after their answer. The policy counts the rows a batch released
-  and the arrivals since, and keeps a weighted mean of the delay from a release to each of
-  those arrivals.
+  their next request soon after their answer. :class:`Returns` keeps the recent batches'
+  releases, counts each arrival as a return of the oldest release with callers still out,
+  and keeps weighted means of the delay from a release to a return and to the last return.
 
-When the model frees up with ``n`` rows queued, running them now serves ``n / cost(n)`` rows
-per second. If ``m`` released callers have not come back yet, waiting for them (until about
-twice their usual return delay) serves ``(n + m) / (wait + cost(n + m))``. The policy waits
-only when that is at least ``min_gain`` better, never longer than the batch of ``n`` would
-take to run (nor past what the latency objective leaves). A lone caller is never kept
-waiting: the only request queued is its own, and no one else is out.
+When the model frees up with ``n`` rows queued and ``m`` released callers still out, it
+compares two ways for closed-loop callers to settle, in rows per second: run the ``n`` now,
+and those out, back meanwhile, make the next batch (two groups taking turns, the model idle
+only when a group is not back before the other's batch ends), or wait for them and run one
+batch (the model idle while they are all out). It waits only when one batch serves at least
+as many rows a second, never longer than the queued batch would take to run nor than waiting
+can pay for, nor past what the latency objective leaves, and stops as soon as they are back.
+Weighing only the next batch (``n / cost(n)`` now against ``(n + m) / (wait + cost(n + m))``)
+let 32 closed-loop callers split into two groups (15 and 17) that took turns for good. While
+a step up is on trial, a short wait that fills a batch of the new size is taken anyway, or a
+step beyond the groups' size would never be measured. A lone caller is never kept waiting:
+the only request queued is its own, and no one else is out.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-__all__ = ["AdaptivePolicy", "CostModel", "Wait"]
+__all__ = ["AdaptivePolicy", "CostModel", "Returns", "Wait"]
 
 
 class CostModel:
@@ -125,17 +133,106 @@ class Wait:
 RUN_NOW = Wait(0.0, 0)
 
 
+class Returns:
+    """Callers answered by recent batches and not back yet, and how soon they come back.
+
+    Closed-loop callers send their next request soon after their answer. Each batch's release
+    is kept (when, how many callers, how many still out); an arrival is counted as a return
+    of the oldest release with callers out (first answered, first back), and its delay from
+    that release feeds a weighted mean, as does the delay until the last caller of a release
+    is back. Attributing every arrival to the latest release instead, as this did first, made
+    callers who come back after the next batch ended look like instant returns of that batch,
+    and the batcher held the model idle for callers who were not coming. A release whose
+    callers are not all back after four times the usual delay (and at least
+    :data:`FORGET_AFTER`) is forgotten: those callers left, or were new ones."""
+
+    __slots__ = ("_out", "all_back", "delay")
+
+    def __init__(self) -> None:
+        self._out: collections.deque[list[float]] = collections.deque(maxlen=16)
+        """[released at, callers, callers still out], oldest first."""
+        self.delay: float | None = None
+        """Weighted mean delay from a release to a return (seconds)."""
+        self.all_back: float | None = None
+        """Weighted mean delay from a release until the last of its callers was back."""
+
+    def __repr__(self) -> str:
+        return f"<Returns out={sum(int(e[2]) for e in self._out)} delay={self.delay}>"
+
+    def released(self, rows: int, now: float) -> None:
+        self._out.append([now, rows, rows])
+
+    def arrived(self, now: float) -> None:
+        out = self._out
+        self._forget(now)
+        if not out:
+            return
+        entry = out[0]
+        entry[2] -= 1
+        delay = max(0.0, now - entry[0])
+        self.delay = _follow(self.delay, delay)
+        if not entry[2]:
+            if entry[1] > 1:  # the last of them is back
+                self.all_back = _follow(self.all_back, delay)
+            out.popleft()
+
+    def out(self, now: float) -> int:
+        """Callers answered recently and not back yet."""
+        self._forget(now)
+        return sum(int(entry[2]) for entry in self._out)
+
+    def back(self, rows: int, now: float) -> tuple[float, float, float] | None:
+        """When ``rows`` of the callers out should be back: (expected, latest) seconds from
+        ``now``, and the usual delay from a release until all its callers are back; None
+        before any return was seen."""
+        mean = self.delay
+        if mean is None:
+            return None
+        usual = self.all_back if self.all_back is not None else 2 * mean
+        counted = 0
+        released_at = 0.0
+        for entry in self._out:
+            released_at = entry[0]
+            counted += int(entry[2])
+            if counted >= rows:
+                break
+        expected = released_at + usual - now
+        return max(0.0, expected), expected + 0.5 * usual, usual  # slack for stragglers
+
+    def _forget(self, now: float) -> None:
+        mean = self.delay
+        if mean is None:
+            return
+        out = self._out
+        usual = self.all_back if self.all_back is not None else mean
+        horizon = max(4 * usual + 0.001, FORGET_AFTER)
+        while out and now - out[0][0] > horizon:
+            out.popleft()
+
+
+FORGET_AFTER = 0.05
+"""Seconds a release's callers count as out at the least, however soon returns usually come:
+a mean learned too low (from new callers taken for returns: 32 arriving at once look back
+at once) must still see the real returns, or it would never learn better."""
+
+
+def _follow(mean: float | None, sample: float) -> float:
+    """A weighted mean that follows ``sample``; a sample past four times the mean (plus 1 ms)
+    counts as that much (a straggler or a new caller moves it less, but it does move)."""
+    if mean is None:
+        return sample
+    return mean + 0.2 * (min(sample, 4 * mean + 0.001) - mean)
+
+
 class AdaptivePolicy:
     """The limit, the returning callers and the wait decision (see the module docstring)."""
 
     __slots__ = (
         "_below",
         "_plateau",
+        "_probing",
         "_proven",
-        "_released",
-        "_released_at",
-        "_return_delay",
-        "_returned",
+        "_rejected",
         "_since_probe",
         "costs",
         "limit",
@@ -143,6 +240,7 @@ class AdaptivePolicy:
         "min_gain",
         "objective",
         "probe_every",
+        "returns",
         "samples",
     )
 
@@ -169,11 +267,12 @@ class AdaptivePolicy:
         self._plateau: int | None = None
         self._proven = True
         """Whether the step up to ``limit`` was shown to pay (or it was settled on)."""
+        self._probing = False
+        """Whether the step up to ``limit`` is a probe from a plateau (no looking further)."""
+        self._rejected = 0
+        """The largest size tried past the last proven limit that did not pay."""
         self._since_probe = 0
-        self._released = 0
-        self._returned = 0
-        self._released_at = 0.0
-        self._return_delay: float | None = None
+        self.returns = Returns()
 
     def __repr__(self) -> str:
         return f"<AdaptivePolicy limit={self.limit} plateau={self._plateau} {self.costs!r}>"
@@ -182,20 +281,11 @@ class AdaptivePolicy:
 
     def arrived(self, now: float) -> None:
         """A request arrived at ``now`` (seconds, any monotonic clock)."""
-        if self._returned < self._released:
-            self._returned += 1
-            delay = max(0.0, now - self._released_at)
-            mean = self._return_delay
-            if mean is None:
-                self._return_delay = delay
-            elif delay <= 4 * mean + 0.001:  # later than that: a new caller, not a return
-                self._return_delay = mean + 0.2 * (delay - mean)
+        self.returns.arrived(now)
 
     def released(self, rows: int, now: float) -> None:
         """A batch answered ``rows`` callers at ``now``: they may come back."""
-        self._released = rows
-        self._returned = 0
-        self._released_at = now
+        self.returns.released(rows, now)
 
     def ran(self, rows: int, seconds: float, backlog: int = 0) -> None:
         """A batch of ``rows`` ran in ``seconds``; ``backlog`` rows are queued as it ends.
@@ -215,16 +305,27 @@ class AdaptivePolicy:
         limit = self.limit
         if not self._proven:  # grew: did the step pay?
             lower = self._below[-1]
-            if rows <= lower or costs.count(rows) < self.samples:
-                return  # no batch past the old limit measured enough yet
+            if rows <= max(lower, self._rejected) or costs.count(rows) < self.samples:
+                return  # no batch past the old limit (or the sizes tried) measured enough yet
             here, before = costs.per_row(rows), costs.per_row(lower)
             assert here is not None
             assert before is not None
-            if here > before * (1 - self.min_gain):  # no: back, and stay there
+            if here > before * (1 - self.min_gain):  # no: look further, or back and stay
+                further = self._step_up(limit)
+                if (
+                    not self._probing
+                    and limit < self.max_rows
+                    and further <= max(2 * lower, lower + 3)
+                    and (objective is None or costs.cautious(further) <= objective)
+                ):
+                    self._rejected = limit
+                    self.limit = further
+                    return
                 self.limit = self._below.pop()
                 self._settle()
                 return
             self._proven = True
+            self._rejected = 0
         self._since_probe += 1
         full = rows + backlog > limit
         if not full or limit >= self.max_rows or costs.count(rows) < self.samples:
@@ -235,9 +336,11 @@ class AdaptivePolicy:
         if objective is not None and costs.cautious(grown) > objective:
             return
         self._below.append(limit)
+        self._probing = self._plateau is not None
         self.limit = grown
         self._plateau = None
         self._proven = False
+        self._rejected = 0
         self._since_probe = 0
 
     def _settle(self) -> None:
@@ -248,25 +351,45 @@ class AdaptivePolicy:
     # -- what to do -----------------------------------------------------------------------------
 
     def wait(self, queued: int, oldest_age: float, now: float) -> Wait:
-        """The model is free and ``queued`` rows wait (the oldest for ``oldest_age``)."""
-        limit = self.limit
-        more = min(limit - queued, self._released - self._returned)
-        mean = self._return_delay
-        if more <= 0 or mean is None:
+        """The model is free and ``queued`` rows wait (the oldest for ``oldest_age``): run
+        now, or wait for the callers out (the two cycles of the module docstring)."""
+        returns = self.returns
+        out = returns.out(now)
+        more = min(self.limit - queued, out)
+        if more <= 0:
             return RUN_NOW
+        after = min(self.limit, out)  # the next batch if these run now
         costs = self.costs
-        now_cost, then_cost = costs.cost(queued), costs.cost(queued + more)
-        if now_cost is None or then_cost is None or now_cost <= 0:
+        now_cost, then_cost, next_cost = (
+            costs.cost(queued),
+            costs.cost(queued + more),
+            costs.cost(after),
+        )
+        if now_cost is None or then_cost is None or next_cost is None or now_cost <= 0:
             return RUN_NOW
-        delay = self._released_at + 2 * mean - now
-        if delay <= 0 or delay > now_cost:
+        back = returns.back(more, now)
+        if back is None:
+            return RUN_NOW
+        expected, deadline, usual = back
+        # closed-loop callers, in rows per second: run the queue now, and those out, back
+        # meanwhile, make the next batch (two groups taking turns; the model idles only when
+        # a group is not back before the other's batch ends), or wait for them and run one
+        # batch (the model idles while they are out)
+        split = (queued + after) / max(now_cost + next_cost, usual + max(now_cost, next_cost))
+        bound = min(now_cost, (queued + more) / split - then_cost)  # past it, waiting loses
+        if not self._proven and queued + more >= self.limit:
+            # a step up on trial: filling a batch of the new size is worth a short wait (for
+            # a few batches), or callers in groups that fit the old size would keep taking
+            # turns and the step would never be measured
+            bound = now_cost
+        elif (queued + more) / (usual + then_cost) < split:
             return RUN_NOW
         objective = self.objective
-        if objective is not None and oldest_age + delay + then_cost > objective:
+        if objective is not None:
+            bound = min(bound, objective - oldest_age - then_cost)
+        if deadline <= 0 or expected > bound:
             return RUN_NOW
-        if (queued + more) / (delay + then_cost) < queued / now_cost * (1 + self.min_gain):
-            return RUN_NOW
-        return Wait(delay, queued + more)
+        return Wait(min(bound, deadline), queued + more)
 
     # -- the ladder of limits -------------------------------------------------------------------
 

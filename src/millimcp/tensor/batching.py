@@ -261,7 +261,12 @@ class DynamicBatcher(Generic[T, R]):
             "per_row_ms": 1e3 * self.run_time / self.rows if self.rows else 0.0,
         }
         if self.policy is not None:
+            returns = self.policy.returns
             stats["limit"] = self.policy.limit
+            stats["return_ms"] = None if returns.delay is None else round(returns.delay * 1e3, 3)
+            stats["all_back_ms"] = (
+                None if returns.all_back is None else round(returns.all_back * 1e3, 3)
+            )
             stats["cost_ms"] = {
                 rows: round(seconds * 1e3, 3)
                 for rows, seconds in self.policy.costs.measured().items()

@@ -113,23 +113,48 @@ class SharedPeer(msgspec.Struct, frozen=True):
 
 def shared_memory_peer(extensions: Mapping[str, Any] | None) -> SharedPeer | None:
     """A client that declared shared memory and proved it shares this host (its probe
-    segment opened, its token matched), else None."""
+    segment opened, its token matched), else None. Its ``replies`` are only the names that
+    carry its pid (the server never writes into another's segment). Answers are remembered
+    (1,024 at most): a client states the same offer on every request."""
     if extensions is None:
         return None
     declared = extensions.get(EXTENSION)
-    if not isinstance(declared, Mapping):
-        return None
+    if type(declared) is not dict and not isinstance(declared, Mapping):
+        return None  # (decoded JSON: a dict, checked first; the ABC check is slow)
     offer = declared.get("sharedMemory")
-    if not isinstance(offer, Mapping):
+    if type(offer) is not dict and not isinstance(offer, Mapping):
         return None
-    pid = _shm.verify_probe(offer.get("probe"), offer.get("token"))
-    if pid is None:
-        return None
+    probe, token = offer.get("probe"), offer.get("token")
     replies, size = offer.get("replyTo"), offer.get("replyBytes")
-    if not isinstance(replies, list) or not isinstance(size, int) or isinstance(size, bool):
-        return SharedPeer(pid)
-    names = tuple(name for name in replies[:16] if isinstance(name, str))
-    return SharedPeer(pid, names, size)
+    if type(replies) is not list or type(size) is not int:
+        replies, size = [], 0
+    key = (probe, token, tuple(replies[:16]), size)
+    try:
+        return _OFFERS[key]
+    except (KeyError, TypeError):  # TypeError: a name that is no string (unhashable)
+        pass
+    pid = _shm.verify_probe(probe, token)
+    peer = None if pid is None else SharedPeer(pid, _own(replies[:16], pid), size)
+    if type(probe) is str and type(token) is str and all(type(n) is str for n in key[2]):
+        if len(_OFFERS) >= 1024:
+            _OFFERS.clear()
+        _OFFERS[key] = peer
+    return peer
+
+
+_OFFERS: Final[dict[tuple[Any, ...], SharedPeer | None]] = {}
+
+
+def _own(names: list[Any], pid: int) -> tuple[str, ...]:
+    """The segment names among ``names`` that are valid and owned by ``pid``."""
+    own = []
+    for name in names:
+        try:
+            if type(name) is str and _shm.owner_of(name) == pid:
+                own.append(name)
+        except TensorFormatError:
+            continue
+    return tuple(own)
 
 
 def peer_accepts(extensions: Mapping[str, Any] | None) -> bool:
@@ -362,10 +387,8 @@ def _reply_segment(peer: SharedPeer, nbytes: int) -> Any:
     mapped: the client refills the same few)."""
     if nbytes > peer.reply_bytes:
         return None
-    for name in peer.replies:
+    for name in peer.replies:  # the client's own (see shared_memory_peer)
         try:
-            if _shm.owner_of(name) != peer.pid:
-                continue  # not the client's own: never written to
             segment = PEERS.attach(
                 name, _shm.HEADER_BYTES + peer.reply_bytes, max_bytes=_shm.HEADER_BYTES + (1 << 34)
             )
@@ -395,15 +418,18 @@ def _shared_result(tensors: Mapping[str, Any], peer: SharedPeer) -> list[Content
         if made:
             segment.close()  # the client frees a new one once it has it mapped
     entries = {e.name: e for e in packed.entries}
+    where = f"{_shm.SCHEME}{segment.name}#"
     return [
         ResourceLink(
-            uri=f"{_shm.SCHEME}{segment.name}#{e.name}",
+            uri=where + e.name,
             name=e.name,
             mime_type=MEDIA_TYPE,
             size=e.end - e.begin,
             meta={
                 EXTENSION: {
-                    **_describe(e.name, e.dtype, e.shape)[EXTENSION],
+                    "name": e.name,
+                    "dtype": e.dtype,
+                    "shape": list(e.shape),
                     "segmentBytes": segment.size,
                     "documentBytes": packed.nbytes,
                 }

@@ -14,6 +14,12 @@ when the server starts, on the thread (or in each worker process) that will run 
 the module is moved to its device once and put in eval mode. ``device="auto"`` picks CUDA
 when present, else the CPU.
 
+Results on a GPU are copied to the host once per batch, before they are split per caller and
+framed: into page-locked (pinned) memory from torch's caching host allocator, so the copy is
+a direct transfer and the buffers are reused from batch to batch once the last one's callers
+have let go of their rows. ``keep_on_device=True`` (one inference thread only) leaves them on
+the device instead, for in-process callers that go on computing there.
+
 Inference never runs on the event loop:
 
 - ``workers=0`` (default): one dedicated thread per model (so one per device), every forward
@@ -67,9 +73,14 @@ class Model:
         batching: Batching | None = None,
         workers: int = 0,
         name: str | None = None,
+        keep_on_device: bool = False,
     ) -> None:
         if workers < 0:
             raise ConfigurationError("workers must be 0 (a thread) or a number of processes")
+        if keep_on_device and workers:
+            raise ConfigurationError(
+                "keep_on_device needs workers=0: results from worker processes come as bytes"
+            )
         if workers and "<" in getattr(build, "__qualname__", "<"):
             raise ConfigurationError(
                 f"{build!r}: worker processes import build by name: use a module-level function"
@@ -78,6 +89,7 @@ class Model:
         self.requested_device = device
         self.batching = batching
         self.workers = workers
+        self.keep_on_device = keep_on_device
         self.name: str = name or str(getattr(build, "__name__", "model"))
         self.device: str | None = None
         self._module: Any = None
@@ -162,7 +174,7 @@ class Model:
         assert executor is not None
         if self.workers == 0:
             return await loop.run_in_executor(
-                executor, _forward_split, self._module, self.device, items
+                executor, _forward_split, self._module, self.device, items, self.keep_on_device
             )
         batch = await loop.run_in_executor(None, _concat, items)
         payload = pack({"input": batch}).tobytes()
@@ -193,25 +205,44 @@ def _concat(items: list[Any]) -> Any:
     return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
-def _forward(module: Any, device: str | None, batch: Any) -> Any:
+def _forward(module: Any, device: str | None, batch: Any, keep_on_device: bool = False) -> Any:
     torch = load_torch()
     with torch.inference_mode():
         output = module(batch.to(device, non_blocking=True))
-        return _to_host(output)
+        if keep_on_device:
+            return output
+        copied: set[Any] = set()
+        host = _to_host(output, copied)
+        for source in copied:  # the copies were queued on each stream: wait for them, once
+            torch.cuda.current_stream(source).synchronize()
+        return host
 
 
-def _forward_split(module: Any, device: str | None, items: list[Any]) -> list[Any]:
+def _forward_split(
+    module: Any, device: str | None, items: list[Any], keep_on_device: bool = False
+) -> list[Any]:
     """On the inference thread: join, run, bring back to the host, split per caller."""
-    output = _forward(module, device, _concat(items))
+    output = _forward(module, device, _concat(items), keep_on_device)
     return _split(output, [_rows(item) for item in items])
 
 
-def _to_host(output: Any) -> Any:
+def _to_host(output: Any, copied: set[Any]) -> Any:
+    """``output`` (a tensor, or a dict, tuple or list of them) on the host; the devices that
+    copies were queued from are added to ``copied``. Each device tensor goes into a pinned
+    buffer of its shape (``torch.empty(pin_memory=True)``: torch's caching host allocator
+    hands back the buffers of earlier batches once nothing holds them), ``non_blocking``, so
+    that several outputs transfer back to back and the caller synchronises once."""
     if isinstance(output, dict):
-        return {k: _to_host(v) for k, v in output.items()}
+        return {k: _to_host(v, copied) for k, v in output.items()}
     if isinstance(output, tuple | list):
-        return type(output)(_to_host(v) for v in output)
-    return output.cpu() if output.device.type != "cpu" else output
+        return type(output)(_to_host(v, copied) for v in output)
+    if output.device.type == "cpu":
+        return output
+    torch = load_torch()
+    host = torch.empty(output.shape, dtype=output.dtype, pin_memory=True)
+    host.copy_(output, non_blocking=True)
+    copied.add(output.device)
+    return host
 
 
 def _split(output: Any, rows: list[int]) -> list[Any]:

@@ -339,10 +339,14 @@ class SegmentPool:
     most ``keep`` segments; closing the pool frees them all.
     """
 
-    __slots__ = ("capacity", "keep", "retired", "segments")
+    __slots__ = ("capacity", "keep", "lent", "retired", "segments")
 
-    def __init__(self, keep: int = 4, capacity: int = 0) -> None:
+    def __init__(self, keep: int = 4, capacity: int = 0, *, lent: bool = True) -> None:
         self.keep = keep
+        self.lent = lent
+        """Whether this process hands the segments' memory out (results mapped in place):
+        then a segment is free only once nothing views it (two system calls to know). A
+        pool of argument segments, which only the peer reads, says False."""
         self.capacity = capacity
         """Bytes of each segment made up front by :meth:`reserve` (0: sized on demand)."""
         self.segments: list[Segment] = []
@@ -369,7 +373,9 @@ class SegmentPool:
         """A free segment of at least ``HEADER_BYTES + size`` bytes, marked filled (made when
         none is free: kept if the pool has room, else one-off and ``owned`` as usual)."""
         for segment in self.segments:
-            if segment.size >= HEADER_BYTES + size and _unused(segment):
+            if segment.size < HEADER_BYTES + size or segment.view[0] != FREE:
+                continue
+            if not self.lent or not segment.viewed():
                 segment.view[0] = FILLED
                 return segment
         segment = Segment.create(HEADER_BYTES + max(size, 1 << 20))
@@ -380,13 +386,17 @@ class SegmentPool:
 
     def give(self, segment: Segment) -> None:
         """The exchange is over: free it for reuse (or close it if it is not pooled)."""
-        if any(segment is kept for kept in self.segments):
-            segment.view[0] = FREE
-        else:
-            segment.close()
+        for kept in self.segments:
+            if kept is segment:
+                segment.view[0] = FREE
+                return
+        segment.close()
 
     def find(self, name: str) -> Segment | None:
-        return next((s for s in self.segments if s.name == name), None)
+        for segment in self.segments:
+            if segment.name == name:
+                return segment
+        return None
 
     def reclaim(self, names: set[str]) -> None:
         """Free the filled segments among ``names`` that nothing views any more (results
@@ -415,7 +425,7 @@ def fill(segment: Segment, parts: list[object]) -> int:
     offset = HEADER_BYTES
     view = segment.view
     for part in parts:
-        data = memoryview(part).cast("B")  # type: ignore[arg-type]
+        data = part if type(part) is bytes else memoryview(part).cast("B")  # type: ignore[arg-type]
         end = offset + len(data)
         view[offset:end] = data
         offset = end

@@ -68,18 +68,20 @@ class PeerSegments:
         check_reference(name, size, max_bytes)
         assert isinstance(size, int)
         with self._lock:
-            kept = self._maps.pop(name, None)
+            kept = self._maps.pop(name, None)  # out while checked: no other thread drops it
         if kept is not None and not self._still(kept, size):
             kept.close()
             kept = None
         segment = kept or Segment.attach(name, size, max_bytes=max_bytes)
+        dropped = None
         with self._lock:
-            self._maps[name] = segment
-            dropped = [
-                self._maps.popitem(last=False)[1] for _ in range(len(self._maps) - self.keep)
-            ]
-        for old in dropped:
-            old.close()
+            maps = self._maps
+            maps[name] = segment
+            if len(maps) > self.keep:
+                dropped = [maps.popitem(last=False)[1] for _ in range(len(maps) - self.keep)]
+        if dropped:
+            for old in dropped:
+                old.close()
         if time.monotonic() - self._pruned >= self.every:
             self.prune()
         self._schedule()
@@ -111,12 +113,15 @@ class PeerSegments:
 
     def _schedule(self) -> None:
         """Prune from the running loop in ``every`` seconds, and again while any is kept."""
+        loop = self._loop
+        if self._timer is not None and loop is not None and loop.is_running():
+            return  # already due (a timer of a loop that has ended is forgotten)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop (a thread, a script): pruned on use
         if self._timer is not None and self._loop is loop:
-            return  # already due (a timer of a loop that has ended is forgotten)
+            return
         self._loop = loop
         self._timer = loop.call_later(self.every, self._tick)
 

@@ -22,7 +22,9 @@ one (``bytes``) is copied once. No pickle anywhere.
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final
@@ -146,7 +148,7 @@ class Packed:
     def __init__(self, parts: list[Any], entries: list[TensorEntry]) -> None:
         self.parts = parts
         self.entries = entries
-        self.nbytes = sum(len(p) for p in parts)
+        self.nbytes = sum(map(len, parts))
 
     def __repr__(self) -> str:
         return f"<Packed tensors={len(self.entries)} bytes={self.nbytes}>"
@@ -173,32 +175,72 @@ def pack(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) 
 
     Non-contiguous input is packed, big-endian input converted, CUDA tensors copied to the
     host; C-contiguous little-endian arrays are not copied (their memory is one of the parts).
+    The header of each (names, dtypes, shapes) is encoded once and kept (see :data:`KEPT`).
     """
     items: list[tuple[str, str, tuple[int, ...], Any]] = []
     for name, value in tensors.items():
         if not isinstance(name, str) or not name or name == _METADATA:
             raise TensorFormatError(f"invalid tensor name {name!r}")
         code, flat = _host_bytes(name, value)
-        items.append((name, code, tuple(int(d) for d in value.shape), flat))
-    items.sort(key=lambda item: -DTYPES[item[1]])  # widest first: every tensor aligned
+        items.append((name, code, tuple(map(int, value.shape)), flat))
+    key = None if metadata else tuple(item[:3] for item in items)
+    known = None if key is None else _PACKED.get(key)
+    if known is None:
+        known = _encode_header(items, metadata)
+        if key is not None:
+            _keep(_PACKED, key, known)
+    head, entries, order = known
+    return Packed([head, *(items[i][3] for i in order if len(items[i][3]))], [*entries])
+
+
+KEPT: Final = 256
+"""Headers kept, encoded (:func:`pack`) and checked (:func:`read_header`): a model server
+sees the same few shapes call after call, so neither encodes nor validates the same header
+twice. Both caches are pure functions of their keys (the header's bytes, the data's size and
+the limits for a read), so a forged header is checked like any other the first time and
+refused every time; each cache is emptied when it reaches this many entries."""
+_PACKED: Final[dict[Any, tuple[bytes, tuple[TensorEntry, ...], tuple[int, ...]]]] = {}
+_READ: Final[dict[Any, tuple[tuple[TensorEntry, ...], dict[str, str] | None]]] = {}
+_KEPT_HEADER_BYTES: Final = 4096
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= KEPT:
+        cache.clear()
+    cache[key] = value
+
+
+def _encode_header(
+    items: list[tuple[str, str, tuple[int, ...], Any]], metadata: Mapping[str, str] | None
+) -> tuple[bytes, tuple[TensorEntry, ...], tuple[int, ...]]:
+    """(the header with its length prefix, the entries in data order, the items' indices in
+    data order): widest dtype first, so every tensor is aligned."""
+    order = sorted(range(len(items)), key=lambda i: -DTYPES[items[i][1]])
     header: dict[str, Any] = {}
     if metadata:
         header[_METADATA] = dict(metadata)
     entries: list[TensorEntry] = []
     offset = 0
-    for name, code, shape, flat in items:
+    for i in order:
+        name, code, shape, flat = items[i]
         end = offset + len(flat)
         header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, end]}
         entries.append(TensorEntry(name, code, shape, offset, end))
         offset = end
     text = msgspec.json.encode(header)
     text += b" " * (-len(text) % _PAD)
-    head = len(text).to_bytes(8, "little") + text
-    return Packed([head, *(flat for *_, flat in items if len(flat))], entries)
+    return len(text).to_bytes(8, "little") + text, tuple(entries), tuple(order)
 
 
 def _host_bytes(name: str, value: Any) -> tuple[str, memoryview]:
     """(dtype code, the C-contiguous little-endian bytes as a 1-D byte view)."""
+    np = _numpy()
+    if type(value) is np.ndarray and value.flags.c_contiguous and value.size:
+        # the common case, no new array: a C-contiguous array in this host's byte order
+        dtype = value.dtype
+        code = _FROM_NUMPY.get((dtype.kind, dtype.itemsize))
+        if code is not None and (dtype.byteorder in "|<" or (dtype.byteorder == "=" and _LE)):
+            return code, memoryview(value).cast("B")
     kind = kind_of(value)
     if kind == "torch":
         torch = load_torch()
@@ -219,11 +261,24 @@ def _host_bytes(name: str, value: Any) -> tuple[str, memoryview]:
             raise TensorFormatError(f"array {name!r}: dtype {array.dtype} is not supported")
     else:
         raise TensorFormatError(f"{name!r} is a {type(value).__name__}, not an array or tensor")
-    np = load_numpy()
     if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and np.little_endian is False):
         array = array.astype(array.dtype.newbyteorder("<"), order="C")
     array = np.ascontiguousarray(array)
     return code, memoryview(array.reshape(-1).view(np.uint8))
+
+
+_LE: Final = sys.byteorder == "little"
+
+
+@functools.cache
+def _numpy() -> Any:
+    return load_numpy()
+
+
+@functools.cache
+def _dtype(code: str) -> Any:
+    """The numpy dtype of an allowed dtype code, made once."""
+    return _numpy().dtype(_NUMPY[code])
 
 
 def read_header(
@@ -249,8 +304,25 @@ def read_header(
         raise TensorFormatError(
             f"tensor data of {data_len} bytes is over the limit of {limits.max_bytes}"
         )
+    key: Any = None
+    if header_len <= _KEPT_HEADER_BYTES:
+        text = view[8:start].tobytes()
+        key = (text, data_len) if limits is DEFAULT_LIMITS else (text, data_len, limits)
+        known = _READ.get(key)
+        if known is not None:
+            return view, [*known[0]], start, None if known[1] is None else {**known[1]}
+    entries, metadata = _check_header(view[8:start], data_len, limits)
+    if key is not None:
+        _keep(_READ, key, (tuple(entries), metadata and {**metadata}))
+    return view, entries, start, metadata
+
+
+def _check_header(
+    text: memoryview, data_len: int, limits: TensorLimits
+) -> tuple[list[TensorEntry], dict[str, str] | None]:
+    """The entries (by offset) and metadata of a header's JSON text, every rule checked."""
     try:
-        raw = _HEADER.decode(view[8:start])
+        raw = _HEADER.decode(text)
     except msgspec.DecodeError as exc:
         raise TensorFormatError(f"tensor header is not a JSON object: {exc}") from None
     metadata: dict[str, str] | None = None
@@ -278,7 +350,7 @@ def read_header(
         raise TensorFormatError(
             f"tensor data is {data_len} bytes but the header describes {expected}"
         )
-    return view, entries, start, metadata
+    return entries, metadata
 
 
 def _entry(name: str, value: msgspec.Raw, limits: TensorLimits) -> TensorEntry:
@@ -314,10 +386,10 @@ def unpack(
 
 
 def _array(view: memoryview, entry: TensorEntry, start: int, to: Kind) -> Any:
-    np = load_numpy()
+    np = _numpy()
     itemsize = DTYPES[entry.dtype]
     count = (entry.end - entry.begin) // itemsize
-    array = np.frombuffer(view, _NUMPY[entry.dtype], count, start + entry.begin)
+    array = np.frombuffer(view, _dtype(entry.dtype), count, start + entry.begin)
     if entry.dtype == "BOOL" and count and array.view(np.uint8).max() > 1:
         raise TensorFormatError(f"tensor {entry.name!r}: booleans must be 0 or 1")
     if not array.flags.aligned:

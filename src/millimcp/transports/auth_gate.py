@@ -50,6 +50,7 @@ from millimcp.auth.scopes import format_scope, union_scopes
 from millimcp.errors import HeaderMismatch, SessionNotFound
 from millimcp.protocol import MODERN_VERSIONS, encode_error
 from millimcp.protocol.headers import decode_header_value
+from millimcp.transports.http import StreamableHTTPApp
 
 __all__ = ["AuthGate"]
 
@@ -104,6 +105,11 @@ class AuthGate:
         max_body_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         self.app = app
+        self._serve: Callable[..., Awaitable[None]] | None = (
+            type(app).__call__ if isinstance(app, StreamableHTTPApp) else None
+        )
+        """The endpoint's own ``__call__``, called with the headers dict the gate built (no
+        second one per request); None for any other ASGI app."""
         self.resource = resource
         self._cache = (
             VerifiedTokens(resource.verifier, size=resource.cache_size, ttl_s=resource.cache_ttl_s)
@@ -219,7 +225,10 @@ class AuthGate:
             send = self._recording(send, principal)  # a response that may open a session
         reset = CURRENT_PRINCIPAL.set(principal)
         try:
-            await self.app(scope, receive, send)
+            if self._serve is not None:
+                await self._serve(self.app, scope, receive, send, headers)
+            else:
+                await self.app(scope, receive, send)
         finally:
             CURRENT_PRINCIPAL.reset(reset)
 

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol
 from millimcp.errors import Overloaded
 from millimcp.protocol import McpHeaders, encode_error
 
-__all__ = ["DRAINING_BODY", "DrainingHandler", "health_route"]
+__all__ = ["DRAINING_BODY", "HEALTH_DRAINING", "HEALTH_OK", "DrainingHandler", "health_route"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -53,6 +53,10 @@ class Drainable(Protocol):
 
 _DRAINING: Final = [(b"retry-after", b"1"), (b"connection", b"close")]
 _TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
+HEALTH_OK: Final = b"ok\n"
+"""The readiness endpoint's body while serving (both fronts send it, as text/plain)."""
+HEALTH_DRAINING: Final = b"draining\n"
+"""The readiness endpoint's body once draining (with 503 and ``Retry-After: 1``)."""
 
 DRAINING_BODY: Final = encode_error(
     None,
@@ -95,9 +99,9 @@ def health_route(app: Drainable) -> Route:
 
     async def health(scope: Scope, receive: Receive, send: Send) -> None:
         if app.draining:
-            status, body, extra = 503, b"draining\n", _DRAINING
+            status, body, extra = 503, HEALTH_DRAINING, _DRAINING
         else:
-            status, body, extra = 200, b"ok\n", []
+            status, body, extra = 200, HEALTH_OK, []
         headers = [_TEXT, (b"content-length", b"%d" % len(body)), *extra]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -43,7 +43,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+_JSON: Final = b"application/json"
+_JSON_TYPE: Final = (b"content-type", _JSON)
+_JSON_HEADERS: Final = [_JSON_TYPE]
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -146,6 +148,24 @@ class Exchange(msgspec.Struct, eq=False):
         send time is stamped here (and sent as ``Server-Timing`` when configured).
         """
         self.started = True
+        config = self.config
+        size = len(body)
+        if (
+            size
+            and attachment is None
+            and headers is None
+            and trace is None
+            and size < config.compress_min_bytes
+        ):  # the common answer: a short JSON body, nothing else to add
+            await self._send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [_JSON_TYPE, (b"content-length", b"%d" % size)],
+                }
+            )
+            await self._send({"type": "http.response.body", "body": body})
+            return
         if attachment is not None and body:
             await self._reply_framed(status, body, attachment, headers, trace)
             return
@@ -311,7 +331,11 @@ class StreamableHTTPApp:
         for callback in self.on_drain:
             callback()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes] | None = None
+    ) -> None:
+        """The ASGI application. ``headers``: ``dict(scope["headers"])``, when the caller in
+        front of the app has built it already (the auth gate does: one dict per request)."""
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self._run_lifespan(receive, send)
@@ -327,10 +351,12 @@ class StreamableHTTPApp:
                     await route(scope, receive, send)
                 return
         raw_headers = scope["headers"]
-        headers = dict(raw_headers)  # names are lower-case in ASGI
+        if headers is None:
+            headers = dict(raw_headers)  # names are lower-case in ASGI
         get = headers.get
-        gate = (get(b"host"), get(b"origin"), get(b"content-type"), scope["method"])
-        refusal = self.verdicts[gate]
+        content_type = get(b"content-type")
+        method = scope["method"]
+        refusal = self.verdicts[(get(b"host"), get(b"origin"), content_type, method)]
         if refusal is not None:
             status, text = refusal
             if status == 405:
@@ -338,20 +364,23 @@ class StreamableHTTPApp:
             else:
                 await refuse(receive, send, status, text, headers, config=config)
             return
-        if gate[3] != "POST":
+        if method != "POST":
             await self._serve_other(scope, get, receive, send)
             return
-        content_type = gate[2]
-        if content_type is not None and content_type.startswith(_ATTACHMENT):
+        if (
+            content_type is not None
+            and content_type != _JSON
+            and content_type.startswith(_ATTACHMENT)
+        ):
             await self._handle_framed(scope, receive, send, headers)
             return
-        limit = config.max_body_bytes
         declared = get(b"content-length")
         if (
             declared is not None
             and len(declared) >= self._limit_digits  # shorter numbers are under the limit
-            and (not declared.isdigit() or int(declared) > limit)
+            and (not declared.isdigit() or int(declared) > config.max_body_bytes)
         ):
+            limit = config.max_body_bytes
             await refuse(
                 receive,
                 send,
@@ -362,15 +391,16 @@ class StreamableHTTPApp:
             )
             return
         message = await receive()
-        if message.get("more_body", False):
+        if message.get("more_body"):
             await self._handle_long(scope, receive, send, headers, message["body"])
             return
         body = message.get("body", b"")
-        if len(body) > limit:
-            await _error(send, 413, f"Request body larger than {limit} bytes")
+        if len(body) > config.max_body_bytes:
+            await _error(send, 413, f"Request body larger than {config.max_body_bytes} bytes")
             return
         coding = get(b"content-encoding")
         if coding is not None and config.decompress_requests:
+            limit = config.max_body_bytes
             try:
                 body = decompress(body, coding.decode("latin-1"), limit)
             except FrameTooLarge:
@@ -380,20 +410,22 @@ class StreamableHTTPApp:
                 extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
                 await _error(send, exc.status, exc.message, extra)
                 return
-        # _mcp_headers, inlined: this is the hot path.
+        # _mcp_headers, inlined: this is the hot path. The values recur (a few versions,
+        # methods and names): each is decoded once and remembered (_TEXT).
         version = get(b"mcp-protocol-version")
-        method = get(b"mcp-method")
+        mcp_method = get(b"mcp-method")
         name = get(b"mcp-name")
         session = get(b"mcp-session-id")
         mcp = McpHeaders(
-            None if version is None else version.decode("latin-1"),
-            None if method is None else method.decode("latin-1"),
-            None if name is None else name.decode("latin-1"),
+            None if version is None else _TEXT.get(version) or _text(version),
+            None if mcp_method is None else _TEXT.get(mcp_method) or _text(mcp_method),
+            None if name is None else _TEXT.get(name) or _text(name),
             raw_headers,
             None if session is None else session.decode("latin-1"),
         )
-        exchange = Exchange(receive, send, config, get(b"accept-encoding"))
-        await self.handler.handle_http(body, mcp, exchange)
+        await self.handler.handle_http(
+            body, mcp, Exchange(receive, send, config, get(b"accept-encoding"))
+        )
 
     async def _handle_long(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], first: bytes
@@ -516,6 +548,24 @@ class StreamableHTTPApp:
             await send({"type": kind, "message": repr(exc)})
             return
         await send({"type": "lifespan.shutdown.complete"})
+
+
+_TEXT: Final[dict[bytes, str]] = {}
+"""MCP header values (versions, methods, names) decoded before: ``_TEXT.get(value)``."""
+_TEXT_SIZE: Final = 1024
+_TEXT_LONGEST: Final = 256
+
+
+def _text(value: bytes) -> str:
+    """``value`` decoded (latin-1, as every header value here) and remembered in ``_TEXT``
+    when short: at most ``_TEXT_SIZE`` values of ``_TEXT_LONGEST`` bytes (a client that makes
+    up values costs a decode each; the memo starts again when full)."""
+    text = value.decode("latin-1")
+    if len(value) <= _TEXT_LONGEST:
+        if len(_TEXT) >= _TEXT_SIZE:
+            _TEXT.clear()
+        _TEXT[value] = text
+    return text
 
 
 def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:

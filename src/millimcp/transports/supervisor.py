@@ -15,7 +15,7 @@ Signals to the supervisor:
   calls in flight finish) and exits; then the next. A new worker that fails to become ready
   within ``ready_timeout_s`` is stopped and the old one kept (the restart stops there).
 - **SIGTERM**, **SIGINT**: SIGTERM to every worker (each drains), wait for them, exit 0 when
-  every worker exited 0 (else 1).
+  every worker exited 0 or, sent while a worker was still starting, ended it (else 1).
 
 A worker that exits on its own (a crash) after it was ready is replaced, at most one a
 second; one that exits before it was ready is not (at start, the supervisor then stops).
@@ -253,7 +253,9 @@ class Supervisor:
                 lambda: all(slot.ready or slot.status is not None for slot in self.slots),
                 self.ready_timeout_s,
             )
-        if not all(slot.ready for slot in self.slots) and not self.stopping:
+        if self.stopping and not all(slot.ready for slot in self.slots):
+            self._say("stopped while the workers were starting")
+        elif not all(slot.ready for slot in self.slots):
             failed = [slot.status for slot in self.slots if slot.status]
             if 2 not in failed:  # 2: the worker said its usage error in one line
                 self._say("a worker did not start (its error is above); stopping")
@@ -323,7 +325,7 @@ class Supervisor:
         for slot in slots:
             if slot.status is None:
                 self._kill(slot)
-        return 0 if all(slot.status == 0 for slot in slots) else 1
+        return 0 if all(map(_stopped_cleanly, slots)) else 1
 
     def _terminate(self, slot: _Slot) -> None:
         slot.stopping = True
@@ -418,3 +420,9 @@ class Supervisor:
 
     def _say(self, line: str) -> None:
         print(f"millimcp: {line}", file=self.out, flush=True)
+
+
+def _stopped_cleanly(slot: _Slot) -> bool:
+    """Whether a worker stopped as asked: it drained and exited 0, or SIGTERM ended it while it
+    was still starting (before its handler was set: an expected end, not a failure)."""
+    return slot.status == 0 or (not slot.ready and slot.status == -signal.SIGTERM)

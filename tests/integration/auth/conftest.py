@@ -1,8 +1,13 @@
-"""A protected millimcp server on a real socket (uvicorn in the test's loop) and JWTs."""
+"""A protected millimcp server on a real socket (in the test's loop) and JWTs.
+
+A millimcp endpoint app is served on the tests' HTTP front (``FRONT``: native, or
+``MILLIMCP_HTTP_FRONT``); any other ASGI app (a fake authorization server) on uvicorn.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -13,6 +18,9 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from millimcp.testing.processes import free_port
+from millimcp.transports.http import StreamableHTTPApp
+from millimcp.transports.native import NativeServer
+from tests.conftest import FRONT
 
 ISSUER = "https://auth.example.com"
 
@@ -51,30 +59,38 @@ def keys() -> Keys:
 async def serve() -> AsyncIterator[Callable[[Any], Any]]:
     """``url = await serve(app)``: the app served on 127.0.0.1 until the test ends."""
     servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+    async with contextlib.AsyncExitStack() as natives:
 
-    async def start(app: Any, port: int | None = None) -> str:
-        port = port or free_port()
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-        )
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.02)
-        servers.append((server, task))
-        return f"http://127.0.0.1:{port}"
+        async def start(app: Any, port: int | None = None) -> str:
+            port = port or free_port()
+            if FRONT == "native" and isinstance(app, StreamableHTTPApp):
+                if app._lifespan is not None:
+                    await natives.enter_async_context(app._lifespan())
+                native = NativeServer(app, port=port)
+                await native.start()
+                natives.push_async_callback(native.close)
+                return f"http://127.0.0.1:{port}"
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+            )
+            server = uvicorn.Server(config)
+            task = asyncio.create_task(server.serve())
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.02)
+            servers.append((server, task))
+            return f"http://127.0.0.1:{port}"
 
-    yield start
-    for server, task in servers:
-        server.should_exit = True
-        await task
+        yield start
+        for server, task in servers:
+            server.should_exit = True
+            await task
 
 
 @pytest.fixture(params=["native", "aiohttp"], autouse=True)
 def http_link_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here runs over both HTTP links: both drive the authorization flow."""
+    """Every test here runs over both HTTP client links: both drive the authorization flow."""
     from millimcp.client import http_choice
 
     kind: str = request.param

@@ -39,7 +39,7 @@ FRONTS = ("native", "uvicorn")
 class Supervised:
     """``millimcp serve --workers 2`` in a subprocess, its stderr read line by line."""
 
-    def __init__(self, front: str, log: Path) -> None:
+    def __init__(self, front: str, log: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
             [
@@ -58,7 +58,7 @@ class Supervised:
                 "5",
             ],
             cwd=ROOT,
-            env={**os.environ, **PYTHON_ENV, "ROLLING_LOG": str(log)},
+            env={**os.environ, **PYTHON_ENV, "ROLLING_LOG": str(log), **(env or {})},
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -198,3 +198,39 @@ async def test_a_crashed_worker_is_replaced_and_orphans_exit(supervised: Supervi
     workers = children(supervisor)
     os.kill(supervisor, signal.SIGKILL)  # no SIGTERM to forward: the lifeline ends
     await asyncio.to_thread(wait_until, lambda: not any(map(running, workers)))
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether ``pid`` has a handler for SIGTERM (its ``SigCgt`` mask in /proc)."""
+    with open(f"/proc/{pid}/status") as status:
+        mask = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    return bool(int(mask, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def test_sigterm_while_the_workers_start_is_a_clean_stop(tmp_path: Path) -> None:
+    """SIGTERM before the first worker is ready (its import takes 5 s): the supervisor says
+    so, ends the worker and exits 0; it used to exit 1 without a word (the worker, ended
+    before its own handler was set, exits by the signal)."""
+    served = Supervised("native", tmp_path / "arrivals", env={"ROLLING_START_DELAY": "5"})
+    try:
+        supervisor = served.process.pid
+        wait_until(lambda: catches_sigterm(supervisor) and bool(children(supervisor)))
+        workers = children(supervisor)
+        os.kill(supervisor, signal.SIGTERM)
+        assert served.process.wait(30) == 0
+        served.reader.join(10)
+        assert any("stopped while the workers were starting" in line for line in _drain(served))
+        assert not any(map(running, workers))
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
+        assert served.process.stderr is not None
+        served.process.stderr.close()
+
+
+def _drain(served: Supervised) -> list[str]:
+    lines = []
+    while not served.lines.empty():
+        lines.append(served.lines.get_nowait())
+    return lines

@@ -92,3 +92,15 @@ def test_a_kept_alive_connection_gets_the_draining_503_not_a_close(fresh_front: 
         assert json.loads(refused.read())["error"]["code"] == -32050
     connection.close()
     assert fresh_front.served.process.wait(10) == 0
+
+
+def test_the_readiness_endpoint_answers_alike_on_every_front(front: Front) -> None:
+    """``/healthz`` while serving: 200, ``ok`` and a newline, as text (what probes match)."""
+    connection = http.client.HTTPConnection("127.0.0.1", front.port, timeout=10)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, b"ok\n")
+        assert response.getheader("content-type") == "text/plain; charset=utf-8"
+    finally:
+        connection.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from millimcp.protocol.types import META_CLIENT_CAPABILITIES, META_CLIENT_INFO
 from millimcp.testing import modern_request
-from tests.conftest import serve_python
+from tests.conftest import FRONT, serve_python
 
 CLIENT_META: dict[str, Any] = {
     META_CLIENT_INFO: {"name": "millimcp-tests", "version": "0"},
@@ -73,10 +72,10 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
 
 
-FRONTS = tuple(os.environ.get("MILLIMCP_HTTP_FRONTS", "uvicorn").split(","))
-"""The HTTP fronts every test here runs against (``millimcp serve --http ...``): uvicorn in
-``make test``; ``make test-fronts`` (CI runs it too) runs them all again on the native front,
-which would add about 150 s to ``make test`` here."""
+FRONTS = (FRONT,)
+"""The HTTP front every test here runs against (``millimcp serve --http ...``): native in
+``make test``; ``make test-fronts`` (CI runs it too) runs them all again on uvicorn
+(``MILLIMCP_HTTP_FRONT=uvicorn``)."""
 
 
 @pytest.fixture(scope="session", params=FRONTS)

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import pytest
@@ -16,8 +17,8 @@ from tests.conftest import PYTHON_ENV, ROOT, free_port, wait_for_port
 SERVE = [sys.executable, "-m", "millimcp", "serve"]
 
 
-def run_serve(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **PYTHON_ENV}
+def run_serve(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **PYTHON_ENV, **extra_env}
     return subprocess.run(
         [*SERVE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
@@ -58,8 +59,12 @@ def test_start_line_then_a_clean_stop() -> None:
         (["tests.servers.basic_server:server", "--bogus"], "unrecognized arguments: --bogus"),
         (["no_such_module_here", "--workers", "2"], "cannot import 'no_such_module_here'"),
         (["tests.servers.basic_server:nothing", "--workers", "3"], "has no attribute 'nothing'"),
+        (
+            ["tests.servers.basic_server:server", *["--certfile", "no.pem", "--keyfile", "no.pem"]],
+            "cannot load the TLS certificate 'no.pem' and key 'no.pem': No such file",
+        ),
     ],
-    ids=["module", "attribute", "not-a-server", "flag", "workers", "workers-attribute"],
+    ids=["module", "attribute", "not-a-server", "flag", "workers", "workers-attribute", "tls"],
 )
 def test_a_mistake_is_one_line_and_status_2(args: list[str], says: str) -> None:
     done = run_serve(*args)
@@ -80,3 +85,47 @@ def test_a_port_in_use_is_one_line_and_status_2() -> None:
     assert done.stderr.strip() == (
         f"millimcp: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
+
+
+PROTECTED = "tests.servers.task_server:server"
+"""A server behind the auth gate with ``MILLIMCP_TEST_TASK_AUTH=1`` (an ASGI wrapper)."""
+
+
+def test_the_native_front_refuses_an_app_it_cannot_serve_in_one_line() -> None:
+    done = run_serve(PROTECTED, "--http", "native", MILLIMCP_TEST_TASK_AUTH="1")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "millimcp: the native front serves a millimcp endpoint app (server.asgi()), not "
+        "AuthGate: serve that with an ASGI server (--http uvicorn)"
+    )
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_without_http_a_protected_server_is_served_by_uvicorn(workers: str) -> None:
+    """The default front is native only for what it can serve; the gate answers 401."""
+    port = free_port()
+    env = {**os.environ, **PYTHON_ENV, "MILLIMCP_TEST_TASK_AUTH": "1"}
+    env.pop("MILLIMCP_HTTP_FRONT", None)
+    command = [*SERVE, PROTECTED, "--port", str(port), "--workers", workers]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, process, 60)
+        assert process.stderr is not None
+        assert process.stderr.readline().startswith("millimcp: serving")  # every worker ready
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp", data=b"{}", headers={"content-type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        with refused.value:  # its response, and the socket under it
+            assert refused.value.code == 401
+            assert "resource_metadata=" in refused.value.headers["www-authenticate"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()

@@ -1,7 +1,8 @@
 """TLS (with session resumption) and HTTP/2 over real servers, with trustme certificates.
 
-uvicorn: TLS with HTTP/1.1. granian: TLS with HTTP/2 chosen by ALPN, and cleartext h2c with
-prior knowledge; the client is httpx with the h2 package.
+The tests' front (native, or ``MILLIMCP_HTTP_FRONT``: uvicorn in ``make test-fronts``): TLS
+with HTTP/1.1 and session resumption. granian: TLS with HTTP/2 chosen by ALPN, and cleartext
+h2c with prior knowledge; the client is httpx with the h2 package.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 
 from millimcp.testing import ServedProcess
-from tests.conftest import ROOT, serve_python
+from tests.conftest import FRONT, ROOT, serve_python
 from tests.integration.http.conftest import request_for
 
 TARGET = "tests.servers.fastpath_server:server"
@@ -56,8 +57,9 @@ def serve(*options: str) -> AbstractContextManager[ServedProcess]:
 
 
 @pytest.fixture(scope="module")
-def uvicorn_tls(tls: Tls) -> Iterator[int]:
-    with serve("--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)) as served:
+def front_tls(tls: Tls) -> Iterator[int]:
+    files = ["--certfile", str(tls.certfile), "--keyfile", str(tls.keyfile)]
+    with serve("--http", FRONT, *files) as served:
         yield served.port
 
 
@@ -123,8 +125,8 @@ def resumed(port: int, context: ssl.SSLContext) -> tuple[str | None, bool]:
     return version, reused
 
 
-async def test_uvicorn_serves_tls_with_http1(uvicorn_tls: int, tls: Tls) -> None:
-    url = f"https://127.0.0.1:{uvicorn_tls}/mcp"
+async def test_the_front_serves_tls_with_http1(front_tls: int, tls: Tls) -> None:
+    url = f"https://127.0.0.1:{front_tls}/mcp"
     async with httpx.AsyncClient(verify=tls.context, http2=True, timeout=30) as client:
         assert await twenty_calls(client, url) == {"HTTP/1.1"}  # no h2 in uvicorn: ALPN falls back
     with pytest.raises(httpx.ConnectError):  # an untrusted client refuses the certificate
@@ -132,8 +134,8 @@ async def test_uvicorn_serves_tls_with_http1(uvicorn_tls: int, tls: Tls) -> None
             await post_echo(client, url, "x")
 
 
-def test_uvicorn_resumes_tls_sessions(uvicorn_tls: int, tls: Tls) -> None:
-    version, reused = resumed(uvicorn_tls, tls.context)
+def test_the_front_resumes_tls_sessions(front_tls: int, tls: Tls) -> None:
+    version, reused = resumed(front_tls, tls.context)
     assert version == "TLSv1.3"
     assert reused
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from orders.db import COVERING_INDEX, ensure_database
+from orders.db import ensure_database
+from orders.schema import COVERING_INDEX
 from sqlalchemy import create_engine, inspect, text
 
 from tests.integration.orders.conftest import SMALL, Launcher

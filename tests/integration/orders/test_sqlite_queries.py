@@ -43,10 +43,12 @@ async def test_every_read_matches_the_core_path(orders_db: str, full: bool, thre
         assert await fast.profile(10**9) is None
         assert await fast.products([3, 1, 3, 2]) == await core.products([3, 1, 2])
         assert await fast.products([]) == {}
-        # inline: the reads ran on this thread's connection, no other opened
+        # inline: the reads ran on this thread's connection, no other opened; on the pool: one
+        # connection per thread that read (a pool thread may start and find the queue empty:
+        # the executor starts one when the last read's result is out before its thread is idle)
         readers = {thread for thread in threading.enumerate() if thread.name.startswith("sqlite_")}
         assert (not readers) if threads == 0 else len(readers) <= threads
-        assert len(fast._connections) == (1 if threads == 0 else len(readers))
+        assert 1 <= len(fast._connections) <= (1 if threads == 0 else len(readers))
     finally:
         await fast.close()
         await core.close()

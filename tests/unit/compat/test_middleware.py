@@ -80,3 +80,25 @@ def test_without_middleware_the_method_table_is_the_plain_one() -> None:
         getattr(handler, "__qualname__", "").split(".")[-1] != "handle"
         for handler in server.server.handlers().values()
     )
+
+
+async def test_a_middleware_sees_a_tool_result_struct_not_pre_encoded_bytes() -> None:
+    server = mcp2.MCPServer("mw")
+
+    @server.server.tool()  # registered as is: the server's shortest path, pre-encoded
+    async def echo(text: str) -> str:
+        return text
+
+    seen: list[Any] = []
+
+    async def look(ctx: RequestContext, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method == "tools/call":
+            seen.append(result)
+        return result
+
+    server.middleware.append(look)
+    async with connect(server.server) as client:
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+    assert [type(result).__name__ for result in seen] == ["CallToolResult"]
+    assert seen[0].content[0].text == "hi"

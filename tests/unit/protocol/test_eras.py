@@ -169,3 +169,27 @@ def test_replies_to_the_handshake_era_lose_result_type_and_nothing_else() -> Non
     assert without_result_type(b'{"jsonrpc":"2.0","id":1,"result":{}}') == (
         b'{"jsonrpc":"2.0","id":1,"result":{}}'
     )
+
+
+@pytest.mark.parametrize(
+    ("meta_version", "header_version"), list(itertools.product(VERSIONS, VERSIONS))
+)
+def test_classifying_checks_agree_with_classify_http_then_check_modern(
+    meta_version: str | None, header_version: str | None
+) -> None:
+    """``check_modern(..., classify=True)`` (the HTTP hot path) is classify_http and, when
+    modern, check_modern: None for the handshake era, else the same version or error."""
+    request_meta = None if meta_version is None else meta(meta_version)
+    request_headers = headers(version=header_version)
+    era = classify_http(meta_version, header_version)
+    try:
+        expected: object = check_modern("tools/call", request_meta, "echo", request_headers)
+    except ProtocolError as exc:
+        expected = type(exc)
+    if era == HANDSHAKE:
+        expected = None
+    try:
+        got: object = check_modern("tools/call", request_meta, "echo", request_headers, True)
+    except ProtocolError as exc:
+        got = type(exc)
+    assert got == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -278,3 +279,20 @@ def test_encode_notification_and_request() -> None:
         "id": 2,
         "method": "tools/list",
     }
+
+
+@pytest.mark.parametrize("text", ["", "hello", 'quote " and \\ back', "é ✓ \U0001f600", "\x00\n"])
+@pytest.mark.parametrize(
+    "meta", [None, {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}]
+)
+@pytest.mark.parametrize("request_id", [1, "abc", 2**70])
+def test_a_text_result_template_writes_the_bytes_of_the_struct(
+    text: str, meta: dict[str, Any] | None, request_id: int | str
+) -> None:
+    from millimcp.protocol.types import CallToolResult, TextContent, TextResultTemplate
+
+    built = CallToolResult(content=[TextContent(text=text)], meta=meta)
+    rendered = TextResultTemplate(meta).render(text)
+    assert encode_result(request_id, rendered) == encode_result(request_id, built)
+    head = TextResultTemplate(meta).parts[0]
+    assert head.startswith(b'{"resultType":"complete",')  # without_result_type finds it

@@ -186,6 +186,28 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
     assert first.name not in shm_segments()
 
 
+def test_a_pool_of_argument_segments_goes_by_the_control_byte_alone() -> None:
+    """Only the peer reads an argument segment, so its pool skips the view check (two system
+    calls) and goes by the control byte: filled until given back, free after."""
+    from millimcp.tensor.shm import FILLED, FREE, SegmentPool
+
+    pool = SegmentPool(keep=1, lent=False)
+    try:
+        first = pool.take(100)
+        assert first.view[0] == FILLED
+        written = np.frombuffer(first.view, np.uint8)  # a view of it here: not looked for
+        other = pool.take(100)
+        assert other is not first  # still filled: the peer may be reading it
+        pool.give(other)  # a one-off: closed and freed
+        pool.give(first)
+        assert first.view[0] == FREE
+        assert pool.take(100) is first
+        del written
+    finally:
+        pool.close()
+    assert first.name not in shm_segments()
+
+
 def test_a_shared_memory_offer_is_read_defensively() -> None:
     from millimcp.tensor import EXTENSION
     from millimcp.tensor.extension import SharedPeer, shared_memory_peer
@@ -206,5 +228,14 @@ def test_a_shared_memory_offer_is_read_defensively() -> None:
         replies = {**offer, "replyTo": [probe.name, 7], "replyBytes": 1024}
         peer = shared_memory_peer({EXTENSION: {"sharedMemory": replies}})
         assert peer == SharedPeer(me, (probe.name,), 1024)
+        others = f"{PREFIX}{me + 1}-{'a' * 32}"  # another process's segment: never written to
+        mixed = [others, "../etc/passwd", {"a": 1}, probe.name]
+        for _ in range(2):  # the second time from memory, the same answer
+            peer = shared_memory_peer(
+                {EXTENSION: {"sharedMemory": {**offer, "replyTo": mixed, "replyBytes": 64}}}
+            )
+            assert peer == SharedPeer(me, (probe.name,), 64)
+            forged = {**offer, "token": "0" * 32, "replyTo": [probe.name], "replyBytes": 64}
+            assert shared_memory_peer({EXTENSION: {"sharedMemory": forged}}) is None
     finally:
         probe.close()

@@ -234,3 +234,49 @@ def test_a_foreign_unaligned_document_decodes_to_aligned_arrays() -> None:
     assert back.flags.aligned
     np.testing.assert_array_equal(back, [1.0, 2.0])
     assert torch.equal(unpack(data, "torch")["x"], torch.tensor([1.0, 2.0], dtype=torch.float64))
+
+
+def test_a_header_packed_before_is_reused_with_the_new_data() -> None:
+    first = {"w": np.arange(3, dtype=np.float64), "b": np.arange(5, dtype=np.uint8)}
+    again = {"w": np.arange(3, dtype=np.float64) + 1, "b": np.arange(5, dtype=np.uint8) + 1}
+    packed, repacked = pack(first), pack(again)
+    assert repacked.parts[0] is packed.parts[0]  # the header, encoded once
+    assert repacked.entries == packed.entries
+    for name, value in unpack(repacked.tobytes()).items():
+        np.testing.assert_array_equal(value, again[name])
+    a, c = np.zeros(2, dtype=np.float32), np.ones(3, dtype=np.float32)
+    ac, ca = pack({"a": a, "c": c}), pack({"c": c, "a": a})  # same width: kept in order
+    assert ac.parts[0] != ca.parts[0]
+    for packed_ in (ac, ca):
+        back = unpack(packed_.tobytes())
+        np.testing.assert_array_equal(back["a"], a)
+        np.testing.assert_array_equal(back["c"], c)
+    with_metadata = pack(first, {"k": "v"})
+    assert read_header(with_metadata.tobytes())[3] == {"k": "v"}
+
+
+def test_a_header_read_before_is_still_checked_against_its_data_and_limits() -> None:
+    data = pack({"x": np.zeros(2, dtype=np.float32)}).tobytes()
+    read_header(data)
+    entries = read_header(data)[1]  # read before: the kept entries, as a list of its own
+    entries.clear()
+    assert [e.name for e in read_header(data)[1]] == ["x"]
+    with pytest.raises(TensorFormatError, match="describes"):
+        unpack(data + bytes(4))  # the same header, other data: checked again
+    with pytest.raises(TensorFormatError, match="over the limit"):
+        unpack(data, limits=TensorLimits(max_bytes=4))
+    with pytest.raises(TensorFormatError, match="name"):
+        unpack(data, limits=TensorLimits(max_name_chars=0))  # other limits: checked again
+    forged = MALFORMED["overlap"]
+    for _ in range(2):  # refused every time, never kept
+        with pytest.raises(TensorFormatError, match="overlaps"):
+            unpack(forged)
+
+
+def test_the_kept_headers_are_bounded() -> None:
+    from millimcp.tensor import wire
+
+    for n in range(wire.KEPT + 10):
+        unpack(pack({"x": np.zeros(n, dtype=np.uint8)}).tobytes())
+    assert 0 < len(wire._READ) <= wire.KEPT
+    assert 0 < len(wire._PACKED) <= wire.KEPT

@@ -25,7 +25,7 @@ from millimcp.codec.attachment import AttachmentFramingError, split
 from millimcp.codec.compress import DECODABLE, decompress
 from millimcp.errors import FrameTooLarge, RequestRejected
 from millimcp.protocol import McpHeaders
-from millimcp.transports.drain import DRAINING_BODY
+from millimcp.transports.drain import DRAINING_BODY, HEALTH_DRAINING, HEALTH_OK
 from millimcp.transports.http import StreamableHTTPApp
 from millimcp.transports.native.connection import HttpConnection, Request, _has_body
 from millimcp.transports.native.exchange import NativeExchange
@@ -219,9 +219,9 @@ class NativeFront:
             await self._serve_framed(conn, request, close)
         elif kind == _HEALTH:
             if self.draining:
-                conn.write(plain_response(503, b"draining", _RETRY, close=True))
+                conn.write(plain_response(503, HEALTH_DRAINING, _RETRY, close=True))
             else:
-                conn.write(plain_response(200, b"ok", close=close))
+                conn.write(plain_response(200, HEALTH_OK, close=close))
             return
         else:
             await self._serve_route(conn, request, close)

@@ -37,9 +37,18 @@ __all__ = ["NativeServer", "run_native", "run_one", "serve_native", "tls_context
 
 
 def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
-    """A server context: TLS 1.2+, session tickets (OpenSSL's default), ALPN http/1.1."""
+    """A server context: TLS 1.2+, session tickets (OpenSSL's default), ALPN http/1.1.
+
+    Files that cannot be read or do not hold a matching PEM pair raise
+    :class:`~millimcp.errors.ConfigurationError` (one line in the CLI)."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(certfile, keyfile)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigurationError(
+            f"cannot load the TLS certificate {certfile!r} and key {keyfile!r}: {reason}"
+        ) from None
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
     return context
@@ -59,11 +68,7 @@ class NativeServer:
         backlog: int = 2048,
         sock: socket.socket | None = None,
     ) -> None:
-        if not isinstance(app, StreamableHTTPApp):
-            raise ConfigurationError(
-                "the native front serves a millimcp endpoint app (server.asgi()), "
-                f"not {type(app).__name__}"
-            )
+        _require_endpoint(app)
         try:
             import httptools  # noqa: F401
         except ImportError:
@@ -150,6 +155,15 @@ class NativeServer:
         await self.drain(0.0)
 
 
+def _require_endpoint(app: Any) -> None:
+    """Refuse, in one line, an app the native front cannot serve (it reads no ASGI)."""
+    if not isinstance(app, StreamableHTTPApp):
+        raise ConfigurationError(
+            "the native front serves a millimcp endpoint app (server.asgi()), not "
+            f"{type(app).__name__}: serve that with an ASGI server (--http uvicorn)"
+        )
+
+
 def _end(conn: HttpConnection) -> None:
     """End a connection's response cleanly: the last chunk of a stream, then close."""
     exchange = conn.exchange
@@ -178,6 +192,7 @@ async def serve_native(
     ``sock``: a listening socket to serve instead of binding ``host:port``; ``on_ready`` is
     called once it listens; the end of the pipe ``lifeline`` (a supervisor's) stops it too.
     """
+    _require_endpoint(app)
     lifespan = app._lifespan
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -239,20 +254,24 @@ def run_native(
 ) -> int:
     """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share one socket
     (:class:`~millimcp.transports.supervisor.Supervisor`, forked: the app is built once)."""
+    _require_endpoint(app)
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
-    if workers <= 1:
-        if banner is None:
-            return run_one(app, host=host, port=port, ssl_context=context, announce=True)
-
-        def announce() -> None:
-            print(banner, file=sys.stderr, flush=True)
-
-        return run_one(app, host=host, port=port, ssl_context=context, on_ready=announce)
     from millimcp.transports.supervisor import ForkedWorker, Supervisor, listen, ready_signal
 
-    sock = listen(host, port)
+    sock = listen(host, port)  # a port in use: one ConfigurationError, not a traceback
+    if workers <= 1:
+        try:
+            if banner is None:
+                return run_one(app, host=host, sock=sock, ssl_context=context, announce=True)
+
+            def announce() -> None:
+                print(banner, file=sys.stderr, flush=True)
+
+            return run_one(app, host=host, sock=sock, ssl_context=context, on_ready=announce)
+        finally:
+            sock.close()
     supervisor: Supervisor
 
     def spawn(ready: int, lifeline: int) -> ForkedWorker:
