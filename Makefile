@@ -120,10 +120,11 @@ test-fronts: setup tools
 	MILLIMCP_HTTP_FRONT=uvicorn MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q $(FRONT_TESTS)
 
 # The hot path's instruction count (callgrind, deterministic) against the committed baseline:
-# fails past +5%. About 90-140 s here (millimcp_jwt: the auth gate with a cached token), so a
+# fails past +5%. About 90-140 s here (millimcp_jwt: the auth gate with a cached token; client:
+# Client.over_http over an in-process loopback, ~25 s more), so a
 # target of its own (CI runs it after make test).
 perf: setup system-tools
-	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt --calls 400 \
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt,client --calls 400 \
 		--check benchmarks/baselines/instructions.json
 
 conformance: setup tools

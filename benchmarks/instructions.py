@@ -49,6 +49,9 @@ TARGETS = {
     # The same app on the native front, fed request bytes in-process (HTTP parsing included,
     # which the ASGI targets leave to the HTTP server): see drive_native.
     "millimcp_native": HERE / "servers" / "millimcp_echo.py",
+    # The client side: Client.over_http (native link) at 32 calls in flight over an in-process
+    # loopback network that answers from canned bytes (benchmarks/client_loopback.py).
+    "client": HERE / "client_loopback.py",
 }
 BODY, _MCP_HEADERS = modern_request(
     "tools/call",
@@ -171,6 +174,12 @@ async def drive_native(app: Any, calls: int) -> None:
 
 
 def child(target: str, calls: int) -> None:
+    if target == "client":
+        sys.path.insert(0, str(HERE))
+        from client_loopback import run
+
+        run(calls, 32)
+        return
     spec = importlib.util.spec_from_file_location(f"bench_{target}", TARGETS[target])
     assert spec is not None
     assert spec.loader is not None

@@ -30,7 +30,7 @@ from millimcp.client.subscription import Subscription
 from millimcp.client.tasks import Task, needs_tasks, wait_for_task
 from millimcp.client.tensors import TensorType
 from millimcp.client.tensors import available as tensors_available
-from millimcp.errors import ConfigurationError, HeaderMismatch, MissingClientCapability
+from millimcp.errors import HeaderMismatch, MissingClientCapability
 from millimcp.protocol.header_params import param_headers
 from millimcp.protocol.methods import ReplyDecoder, reply_decoder
 from millimcp.protocol.types import (
@@ -142,9 +142,10 @@ class Client:
         ``client`` extra (else :class:`~millimcp.errors.MissingExtra`).
 
         ``auth`` (``docs/auth.md``): :class:`~millimcp.auth.OAuth`,
-        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`. The
-        authorization flow is driven by the aiohttp link for now: with ``auth``, ``http``
-        defaults to ``"aiohttp"`` (``http="native"`` with ``auth`` is refused).
+        :class:`~millimcp.auth.ClientCredentials` or :class:`~millimcp.auth.BearerToken`.
+        Either link drives the authorization flow (the token on every request, a challenge
+        answered by the flow and the request sent again); the flow's own requests to the
+        authorization servers go through aiohttp (the ``client`` extra).
 
         ``headers`` are sent with every request (``Authorization``...); ``ssl`` is an
         ``ssl.SSLContext``, or False to skip verification.
@@ -167,14 +168,8 @@ class Client:
         timeout = Timeout.coerce(timeout)
         extra: dict[str, Any] = {}
         if auth is not None:
-            if http == "native":
-                raise ConfigurationError(
-                    "auth= is driven by the aiohttp link for now: use http='aiohttp' (the default "
-                    "with auth=)"
-                )
             from millimcp.client.authorizer import Authorizer
 
-            http = "aiohttp"
             extra["auth"] = Authorizer(auth, url, ssl=ssl)
         link = http_link(
             http,

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 
 import msgspec
 
-from millimcp.client.envelope import Envelope, traceparent
+from millimcp.client.envelope import Envelope, trace_bytes
 from millimcp.client.inbound import Inbound
 from millimcp.client.link import Link
 from millimcp.errors import (
@@ -130,7 +130,7 @@ class Requester(Protocol):
         """A request through the whole pipeline (deadline, gate, retries)."""
         ...
 
-    async def send_once(self, method: str, params: dict[str, Any], trace: str) -> msgspec.Raw:
+    async def send_once(self, method: str, params: dict[str, Any], trace: bytes) -> msgspec.Raw:
         """One attempt, outside the gate, with no retry and no recovery: its raw result."""
         ...
 
@@ -254,7 +254,7 @@ class Negotiation:
             "capabilities": envelope.capabilities,
             "clientInfo": envelope.client_info,
         }
-        raw = await requester.send_once("initialize", params, traceparent())
+        raw = await requester.send_once("initialize", params, trace_bytes())
         result = _INITIALIZE.decode(raw, False)
         assert isinstance(result, InitializeResult)  # no input_required outside MRTR
         if result.protocol_version not in LEGACY_VERSIONS:

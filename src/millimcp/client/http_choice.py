@@ -8,6 +8,10 @@
   TLS paths the native link's session reuse does not cover (the native link resumes TLS
   sessions only on the standard asyncio loop).
 
+Both links drive the authorization flow of ``auth=`` (:mod:`millimcp.client.authorizer`);
+the flow's own requests to authorization servers (metadata, registration, tokens) go through
+the authorizer's aiohttp session, off the calls' path.
+
 Both links are selected by name, and both raise :class:`~millimcp.errors.MissingExtra` when
 their package is not installed. ``DEFAULT`` is what ``http=None`` means.
 """

@@ -98,6 +98,10 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+_new_reply: Final = tuple.__new__
+"""``Reply(...)`` without the NamedTuple's Python-level ``__new__`` (every field given)."""
+
+
 def reply_of(status: int, data: bytes, retry_after: str | None, reason: str) -> Reply:
     """The reply a whole (JSON) body makes: a response, or a refusal's error response.
 
@@ -107,7 +111,7 @@ def reply_of(status: int, data: bytes, retry_after: str | None, reason: str) -> 
     if status < 300:
         if not data:
             raise RequestRejected(status, "the server answered a request with no response")
-        return Reply(decode_message(data), status)
+        return _new_reply(Reply, (decode_message(data), status, None, None))
     retry_after_s = retry_after_seconds(retry_after)
     message: Message | None = None
     if data[:1] == b"{":

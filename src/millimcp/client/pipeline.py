@@ -2,7 +2,7 @@
 
 Top to bottom (each stage set once, trio-style, and spent from below):
 
-1. **deadline** (:func:`~millimcp.resilience.deadline.run_with_deadline`): the call's total
+1. **deadline** (:meth:`~millimcp.resilience.deadline.Deadline.watch`): the call's total
    time, queue wait, retries, backoff and MRTR rounds included; on expiry the request in
    flight is cancelled (the link closes the stream or sends ``notifications/cancelled``)
    and :class:`~millimcp.errors.CallTimeout` is raised;
@@ -34,12 +34,13 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from millimcp.client.envelope import TRACE_TAIL, Envelope, traceparent
+from millimcp.client.envelope import TRACE_TAIL, Envelope, trace_bytes
 from millimcp.client.era import Negotiation
 from millimcp.client.handlers import Handlers
 from millimcp.client.inbound import Inbound, Inbox, OnProgress
 from millimcp.client.link import Attachment, Link, Reply
 from millimcp.client.results import ClientStats
+from millimcp.codec import encode
 from millimcp.errors import (
     CallTimeout,
     ClientError,
@@ -50,20 +51,24 @@ from millimcp.errors import (
     SessionNotFound,
     UnsupportedProtocolVersion,
 )
-from millimcp.protocol import Message, encode_request
+from millimcp.protocol import Message
 from millimcp.protocol.jsonrpc import decode_error
 from millimcp.protocol.methods import ReplyDecoder
 from millimcp.protocol.types import InputRequiredResult
-from millimcp.resilience.deadline import Deadline, run_with_deadline
+from millimcp.resilience.deadline import Deadline
 from millimcp.resilience.gate import CallGate
 from millimcp.resilience.policy import Limits, Retry, Timeout
-from millimcp.resilience.retry import call_with_retries, status_of
+from millimcp.resilience.retry import call_with_retries, retry_failed, status_of
 
 __all__ = ["MAX_ROUNDS", "Pipeline"]
 
 log: Final = logging.getLogger("millimcp.client")
 
 T = TypeVar("T")
+
+_REQUEST: Final = b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
+"""A request around its id, method (as JSON) and params (encoded): the envelope is never a
+struct to encode (the same bytes as :func:`~millimcp.protocol.encode_request`)."""
 
 MAX_ROUNDS: Final = 8
 """MRTR rounds one call may take before the client gives up."""
@@ -99,6 +104,8 @@ class Pipeline:
         self.stats = ClientStats()
         self.recovering = False
         self._ids = itertools.count(1)
+        self._methods: dict[str, bytes] = {}
+        """Each method's name as JSON, for :data:`_REQUEST`."""
         self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -148,7 +155,8 @@ class Pipeline:
     ) -> tuple[T, memoryview | None]:
         """:meth:`call`, sending ``attachment`` with the request (each round and retry) and
         returning the final reply's attachment beside its result."""
-        self.stats.calls += 1
+        stats = self.stats
+        stats.calls += 1
         if timeout is None:
             timeout = self.timeout
         deadline = Deadline(
@@ -157,76 +165,80 @@ class Pipeline:
         token: int | None = None
         if on_progress is not None or timeout.reset_on_progress:
             token = self.inbound.track_progress(on_progress, deadline)
-        try:
-            return await run_with_deadline(
-                lambda: self._rounds(
-                    method,
-                    params,
-                    kind,
-                    name,
-                    extra_headers,
-                    idempotent,
-                    deadline,
-                    token,
-                    attachment,
-                    tasks,
-                ),
-                deadline,
-                what=method if name is None else f"{method} {name!r}",
-            )
+        try:  # the stages inline (see the module docstring): no closure, no task per call
+            watch = deadline.watch(method, name)
+            try:
+                trace = trace_bytes()
+                gate = self.gate
+                envelope = self.envelope
+                for _ in range(MAX_ROUNDS):
+                    if not gate.try_enter():
+                        await gate.enter()
+                    try:
+                        failed: Exception | None = None
+                        try:
+                            reply = await self._attempt(
+                                method,
+                                params,
+                                name,
+                                extra_headers,
+                                token,
+                                trace,
+                                self.recovering,
+                                attachment,
+                                None,
+                                tasks,
+                            )
+                        except Exception as exc:
+                            failed = exc  # retried outside the handler: no "during handling"
+                        if failed is not None:
+                            reply = await retry_failed(
+                                lambda params=params: self._attempt(  # type: ignore[misc]
+                                    method,
+                                    params,
+                                    name,
+                                    extra_headers,
+                                    token,
+                                    trace,
+                                    self.recovering,
+                                    attachment,
+                                    None,
+                                    tasks,
+                                ),
+                                failed,
+                                self.retry,
+                                idempotent=idempotent,
+                                deadline=deadline,
+                                on_retry=self._count_retry,
+                            )
+                    finally:
+                        gate.release()
+                    result = kind.decode(reply.message.result, envelope.era == "modern")
+                    if type(result) is not InputRequiredResult:
+                        return result, reply.attachment  # type: ignore[return-value]
+                    params = await self._answer_inputs(params, result)  # the next MRTR round
+                raise ClientError(
+                    f"{method}: the server asked for input {MAX_ROUNDS} times; gave up"
+                )
+            except BaseException as error:
+                timed_out = None if watch is None else watch.timed_out(error)
+                if timed_out is not None:
+                    raise timed_out from timed_out.__cause__
+                raise
+            finally:
+                if watch is not None:
+                    watch.close()
         except CallTimeout:
-            self.stats.timeouts += 1
+            stats.timeouts += 1
             raise
         finally:
             if token is not None:
                 self.inbound.untrack_progress(token)
 
-    async def send_once(self, method: str, params: dict[str, Any], trace: str) -> msgspec.Raw:
+    async def send_once(self, method: str, params: dict[str, Any], trace: bytes) -> msgspec.Raw:
         """One attempt, outside the gate, with no retry and no recovery: its raw result."""
         reply = await self._attempt(method, params, None, None, None, trace, False, None, None)
         return reply.message.result
-
-    async def _rounds(
-        self,
-        method: str,
-        params: dict[str, Any],
-        kind: ReplyDecoder[T],
-        name: str | None,
-        extra: Mapping[str, str] | None,
-        idempotent: bool,
-        deadline: Deadline,
-        token: int | None,
-        attachment: Attachment | None,
-        tasks: bool = False,
-    ) -> tuple[T, memoryview | None]:
-        trace = traceparent()
-        gate = self.gate
-        envelope = self.envelope
-        for _ in range(MAX_ROUNDS):
-            async with gate:
-                reply = await call_with_retries(
-                    lambda params=params: self._attempt(  # type: ignore[misc]
-                        method,
-                        params,
-                        name,
-                        extra,
-                        token,
-                        trace,
-                        self.recovering,
-                        attachment,
-                        None,
-                        tasks,
-                    ),
-                    self.retry,
-                    idempotent=idempotent,
-                    deadline=deadline,
-                    on_retry=self._count_retry,
-                )
-            result = kind.decode(reply.message.result, envelope.era == "modern")
-            if type(result) is not InputRequiredResult:
-                return result, reply.attachment  # type: ignore[return-value]
-            params = await self._answer_inputs(params, result)
-        raise ClientError(f"{method}: the server asked for input {MAX_ROUNDS} times; gave up")
 
     async def _attempt(
         self,
@@ -235,7 +247,7 @@ class Pipeline:
         name: str | None,
         extra: Mapping[str, str] | None,
         token: int | None,
-        trace: str,
+        trace: bytes,
         recover: bool,
         attachment: Attachment | None,
         inbox: Inbox | None,
@@ -254,9 +266,9 @@ class Pipeline:
             request_id = next(self._ids)
             head = envelope.task_head if tasks else envelope.head
             if token is None:  # the era's _meta with this call's traceparent spliced in
-                meta = head + trace.encode() + TRACE_TAIL
+                meta = head + trace + TRACE_TAIL
             else:
-                meta = head + trace.encode() + b'","progressToken":%d}' % token
+                meta = b'%s%s","progressToken":%d}' % (head, trace, token)
             params["_meta"] = msgspec.Raw(meta)
             headers = envelope.headers_for(method, name)
             if extra:
@@ -264,9 +276,10 @@ class Pipeline:
             if inbox is not None:
                 self.inbound.streams[request_id] = inbox
             try:
+                body = _REQUEST % (request_id, self._method_json(method), encode(params))
                 reply = await self.link.request(
                     request_id,
-                    encode_request(request_id, method, params),
+                    body,
                     headers=headers,
                     on_message=on_message,
                     attachment=attachment,
@@ -286,6 +299,12 @@ class Pipeline:
                 recover = False
                 continue
             raise error
+
+    def _method_json(self, method: str) -> bytes:
+        known = self._methods.get(method)
+        if known is None:
+            known = self._methods[method] = encode(method)
+        return known
 
     def error_of(self, reply: Reply) -> ProtocolError:
         """The exception of an error reply, with its HTTP status and ``Retry-After``."""
@@ -361,7 +380,7 @@ class Pipeline:
         self.stats.calls += 1
         deadline = Deadline.from_timeout(timeout or self.timeout)
         inbox: Inbox = asyncio.Queue()
-        trace = traceparent()
+        trace = trace_bytes()
         gate = self.gate
         remaining = deadline.remaining()
         try:

@@ -233,7 +233,8 @@ class RequestDecoder:
 
 def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
     """Decode one JSON-RPC message, or raise ParseError / InvalidRequest."""
-    check_utf8(data)
+    if not data.isascii():  # check_utf8's own test, inline: most messages are ASCII
+        check_utf8(data)
     try:
         message = _MESSAGE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
@@ -251,7 +252,8 @@ def decode_message(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Message:
             "Invalid request: a message needs a method, a result or an error",
             request_id=_id_of(message),
         )
-    check_nesting(data, max_depth)
+    if len(data) > max_depth:  # check_nesting's own test, inline: most messages are short
+        check_nesting(data, max_depth)
     return message
 
 

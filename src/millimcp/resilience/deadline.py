@@ -6,21 +6,34 @@ cancelled (which is how a link cancels the request on the server: the HTTP link 
 response stream, the stdio link sends ``notifications/cancelled``) and the caller gets
 :class:`~millimcp.errors.CallTimeout`. A deadline that progress extends
 (:meth:`Deadline.extend_on_progress`) moves the running expiry with it.
+
+The running calls of one event loop share one timer (:class:`_Timekeeper`): a call under a
+deadline is a :class:`Watch` in a set, not a timer handle and a timeout scope of its own.
+The timer is armed for the earliest expiry and, when it fires, cancels the tasks whose
+deadline passed and re-arms for the next; calls that end in time only join and leave the
+set, so a stream of calls with the same timeout costs one timer event per timeout period.
+:meth:`Deadline.watch` is the building block (the client's call pipeline uses it inline);
+:func:`run_with_deadline` wraps it around one coroutine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from millimcp.errors import CallTimeout
 from millimcp.resilience.policy import Timeout
 
-__all__ = ["Deadline", "run_with_deadline"]
+__all__ = ["Deadline", "Watch", "run_with_deadline"]
+
+_SLACK_S: Final = 0.001
+"""The timer is armed this much after the earliest expiry: loops that keep time in
+milliseconds (uvloop) round a timer to the nearest one, and a timer that fired a hair early
+would find nothing expired and re-arm at once."""
 
 T = TypeVar("T")
 
@@ -38,7 +51,7 @@ class Deadline:
         "_cap_at",
         "_clock",
         "_expires_at",
-        "_scope",
+        "_watch",
         "hard_cap",
         "reset_on_progress",
         "start",
@@ -54,13 +67,17 @@ class Deadline:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
-        self.start = clock()
+        self.start = start = clock()
         self.total = total
         self.reset_on_progress = reset_on_progress
         self.hard_cap = hard_cap
-        self._cap_at = None if hard_cap is None else self.start + hard_cap
-        self._expires_at = _earliest(None if total is None else self.start + total, self._cap_at)
-        self._scope: asyncio.Timeout | None = None
+        self._watch: Watch | None = None
+        if hard_cap is None:  # the common case, without a call to _earliest
+            self._cap_at = None
+            self._expires_at = None if total is None else start + total
+        else:
+            self._cap_at = start + hard_cap
+            self._expires_at = _earliest(None if total is None else start + total, self._cap_at)
 
     @classmethod
     def from_timeout(
@@ -118,11 +135,38 @@ class Deadline:
         if moved is None or moved <= self._expires_at:
             return False
         self._expires_at = moved
-        scope = self._scope
-        if scope is not None and not scope.expired():
-            with contextlib.suppress(RuntimeError):  # exiting: the call is over either way
-                scope.reschedule(asyncio.get_running_loop().time() + (moved - now))
+        watch = self._watch
+        if watch is not None and not watch.fired:  # the running call's expiry moves too
+            watch.when = watch.keeper.loop.time() + (moved - now)
         return True
+
+    def watch(self, what: str, name: str | None = None) -> Watch | None:
+        """Start enforcing the deadline on the running task: on expiry the task is cancelled
+        (see :meth:`Watch.timed_out`). None when there is no deadline. A deadline that has
+        passed already raises :class:`CallTimeout` at once. ``what`` (and ``name``, quoted
+        after it) names the call in the messages: ``"tools/call 'get_order'"``.
+
+        The caller must :meth:`Watch.close` the watch when the call ends, however it ends."""
+        if self._expires_at is None:
+            return None
+        remaining = self._expires_at - self._clock()
+        if remaining <= 0:
+            raise CallTimeout(
+                f"{_named(what, name)} timed out: its deadline had passed before it started "
+                f"({self.describe()})"
+            )
+        loop = asyncio.get_running_loop()
+        keeper = _keeper
+        if keeper is None or keeper.loop is not loop:
+            keeper = _keeper_of(loop)
+        task = asyncio.current_task(loop)
+        if task is None:
+            raise RuntimeError("Deadline.watch() needs a running task")
+        watch = Watch(self, keeper, task, loop.time() + remaining, what, name)
+        keeper.watches.add(watch)  # keeper.add(), inline
+        if watch.when < keeper.armed_at:
+            keeper.arm(watch.when)
+        return watch
 
     def describe(self) -> str:
         """The limit in words, for error messages: ``"timeout 2 s"``, plus the progress rule."""
@@ -145,37 +189,174 @@ def _earliest(a: float | None, b: float | None) -> float | None:
     return min(a, b)
 
 
+def _named(what: str, name: str | None) -> str:
+    return what if name is None else f"{what} {name!r}"
+
+
+class Watch:
+    """One call running under a :class:`Deadline` (made by :meth:`Deadline.watch`).
+
+    When the deadline passes, the loop's timer sets :attr:`fired` and cancels :attr:`task`.
+    The code that awaited the call turns what came out of it into the error to raise with
+    :meth:`timed_out`, and :meth:`close` ends the watch either way (as ``asyncio.timeout``
+    does: a cancellation from someone else stays a cancellation).
+    """
+
+    __slots__ = (
+        "_cancelling",
+        "_closed",
+        "_deadline",
+        "_name",
+        "_previous",
+        "_what",
+        "fired",
+        "keeper",
+        "task",
+        "when",
+    )
+
+    def __init__(
+        self,
+        deadline: Deadline,
+        keeper: _Timekeeper,
+        task: asyncio.Task[object],
+        when: float,
+        what: str,
+        name: str | None,
+    ) -> None:
+        self._deadline = deadline
+        self.keeper = keeper
+        self.task = task
+        self.when = when
+        """The expiry on the loop's clock."""
+        self.fired = False
+        """The deadline passed and the task was cancelled for it."""
+        self._what = what
+        self._name = name
+        self._cancelling = task.cancelling()
+        self._closed = False
+        self._previous, deadline._watch = deadline._watch, self
+
+    def __repr__(self) -> str:
+        return f"<Watch {_named(self._what, self._name)} fired={self.fired}>"
+
+    def timed_out(self, error: BaseException) -> CallTimeout | None:
+        """The :class:`CallTimeout` to raise instead of ``error`` (what the call raised), or
+        None when ``error`` is not the deadline's doing (raise it as it is). A cancellation
+        counts only when nobody else cancelled the task meanwhile; another error raised
+        while the call was being cancelled for the deadline becomes the timeout's cause."""
+        if not self.fired or self._closed:
+            return None
+        self._close()
+        if isinstance(error, asyncio.CancelledError):
+            if self.task.uncancel() > self._cancelling:
+                return None  # cancelled from outside as well: stay cancelled
+        else:
+            self.task.uncancel()
+            if not isinstance(error, Exception):
+                return None
+        deadline = self._deadline
+        timeout = CallTimeout(
+            f"{_named(self._what, self._name)} timed out after {deadline.elapsed():.3g} s "
+            f"({deadline.describe()})"
+        )
+        if not isinstance(error, asyncio.CancelledError | TimeoutError):
+            timeout.__cause__ = error
+        else:
+            timeout.__suppress_context__ = True
+        return timeout
+
+    def close(self) -> None:
+        """End the watch (idempotent). A deadline that fired while the call finished anyway
+        takes its cancellation back."""
+        if not self._closed:
+            self._closed = True  # _close(), inline
+            self.keeper.watches.discard(self)
+            self._deadline._watch = self._previous
+            if self.fired:
+                self.task.uncancel()
+
+    def _close(self) -> None:
+        self._closed = True
+        self.keeper.watches.discard(self)
+        self._deadline._watch = self._previous
+
+
+class _Timekeeper:
+    """The one timer of an event loop's watched calls (see the module docstring)."""
+
+    __slots__ = ("__weakref__", "_handle", "armed_at", "loop", "watches")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.watches: set[Watch] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self.armed_at = math.inf
+
+    def arm(self, when: float) -> None:
+        """Fire at ``when`` (loop time), the earliest expiry (:meth:`Deadline.watch` adds a
+        watch to :attr:`watches` and arms the timer when it expires first)."""
+        if self._handle is not None:
+            self._handle.cancel()
+        self.armed_at = when
+        self._handle = self.loop.call_at(when + _SLACK_S, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.armed_at = math.inf
+        now = self.loop.time()
+        earliest = math.inf
+        for watch in tuple(self.watches):
+            when = watch.when
+            if when <= now:
+                self.watches.discard(watch)
+                watch.fired = True
+                watch.task.cancel()
+            elif when < earliest:
+                earliest = when
+        if earliest < math.inf:
+            self.arm(earliest)
+
+
+_keeper: _Timekeeper | None = None
+"""The last loop's timekeeper (the common case: one loop)."""
+_keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Timekeeper] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _keeper_of(loop: asyncio.AbstractEventLoop) -> _Timekeeper:
+    global _keeper
+    keeper = _keepers.get(loop)
+    if keeper is None:
+        keeper = _keepers[loop] = _Timekeeper(loop)
+    _keeper = keeper
+    return keeper
+
+
 async def run_with_deadline(
     fn: Callable[[], Awaitable[T]], deadline: Deadline, *, what: str = "call"
 ) -> T:
     """Await ``fn()`` until ``deadline``; on expiry cancel it and raise :class:`CallTimeout`.
 
-    The coroutine runs in the caller's task under an :func:`asyncio.timeout` scope (no extra
-    task per call), and :meth:`Deadline.extend_on_progress` reschedules that scope, so an
-    extended deadline is honoured. On expiry the coroutine is cancelled and awaited to its end
-    (its ``finally`` blocks run, the link cancels the request on the server); if it turns the
-    cancellation into another error, that error becomes the ``CallTimeout``'s cause. An
-    already expired deadline raises at once without calling ``fn``. A cancellation from
-    outside (the caller's own task cancelled) propagates as ``CancelledError``. ``what``
-    names the call in the message (``"tools/call 'get_order'"``).
+    The coroutine runs in the caller's task (no extra task per call), watched by the loop's
+    shared timer (:meth:`Deadline.watch`), and :meth:`Deadline.extend_on_progress` moves its
+    expiry, so an extended deadline is honoured. On expiry the coroutine is cancelled and
+    awaited to its end (its ``finally`` blocks run, the link cancels the request on the
+    server); if it turns the cancellation into another error, that error becomes the
+    ``CallTimeout``'s cause. An already expired deadline raises at once without calling
+    ``fn``. A cancellation from outside (the caller's own task cancelled) propagates as
+    ``CancelledError``. ``what`` names the call in the message (``"tools/call 'get_order'"``).
     """
-    remaining = deadline.remaining()
-    if math.isinf(remaining):
+    watch = deadline.watch(what)
+    if watch is None:
         return await fn()
-    if remaining <= 0:
-        raise CallTimeout(
-            f"{what} timed out: its deadline had passed before it started ({deadline.describe()})"
-        )
-    scope = asyncio.timeout(remaining)
-    previous, deadline._scope = deadline._scope, scope
     try:
-        async with scope:
-            return await fn()
-    except Exception as error:
-        if scope.expired():
-            raise CallTimeout(
-                f"{what} timed out after {deadline.elapsed():.3g} s ({deadline.describe()})"
-            ) from (None if isinstance(error, TimeoutError) else error)
+        return await fn()
+    except BaseException as error:
+        timeout = watch.timed_out(error)
+        if timeout is not None:
+            raise timeout from timeout.__cause__
         raise
     finally:
-        deadline._scope = previous
+        watch.close()

@@ -23,7 +23,9 @@ __all__ = ["CallGate"]
 class CallGate:
     """Admission for one client's calls: ``async with gate: ...`` around each call.
 
-    No await on the fast path when a slot is free. Use one gate per event loop.
+    No await on the fast path when a slot is free; the hot path may skip the coroutines
+    altogether: ``if not gate.try_enter(): await gate.enter()``, then ``gate.release()``. Use
+    one gate per event loop.
     """
 
     __slots__ = ("_limiter", "limits")
@@ -53,7 +55,14 @@ class CallGate:
         """Calls waiting for a slot now."""
         return self._limiter.queued
 
-    async def __aenter__(self) -> None:
+    def try_enter(self) -> bool:
+        """Take a free slot without waiting (no coroutine: the hot path); False if none.
+        :meth:`release` it when the call ends."""
+        return self._limiter.try_acquire()
+
+    async def enter(self) -> None:
+        """Take a slot, waiting in the queue if needed; :class:`QueueFull` when it is full.
+        :meth:`release` it when the call ends."""
         limiter = self._limiter
         if limiter.try_acquire():
             return
@@ -65,6 +74,13 @@ class CallGate:
                 f"(Limits.max_in_flight={self.limits.max_in_flight}) and {limiter.queued} "
                 f"waiting (Limits.max_queue={self.limits.max_queue})"
             ) from None
+
+    def release(self) -> None:
+        """Give the slot back (to the oldest waiter, if any)."""
+        self._limiter.release()
+
+    async def __aenter__(self) -> None:
+        await self.enter()
 
     async def __aexit__(
         self,

@@ -59,6 +59,7 @@ __all__ = [
     "call_with_retries",
     "is_retryable",
     "retry_after_of",
+    "retry_failed",
     "status_of",
 ]
 
@@ -148,36 +149,67 @@ async def call_with_retries(
     retryable or the retries are spent. ``uniform`` and ``sleep`` are injectable for tests.
     Cancellation is never retried.
     """
+    try:
+        return await attempt()
+    except Exception as exc:
+        error = exc  # retried outside the handler: a later failure is not "during handling"
+    return await retry_failed(
+        attempt,
+        error,
+        policy,
+        idempotent=idempotent,
+        deadline=deadline,
+        on_retry=on_retry,
+        uniform=uniform,
+        sleep=sleep,
+    )
+
+
+async def retry_failed(
+    attempt: Callable[[], Awaitable[T]],
+    error: Exception,
+    policy: Retry | None,
+    *,
+    idempotent: bool,
+    deadline: Deadline | None,
+    on_retry: OnRetry | None = None,
+    uniform: Callable[[float, float], float] = _random.uniform,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> T:
+    """:func:`call_with_retries` after its first try failed with ``error``: the hot path
+    awaits the first try itself (no coroutine and no closure per call) and hands a failure
+    here. Re-raises ``error`` when it is not retried."""
     retries = 0
     while True:
+        if policy is None or not is_retryable(
+            error, status=status_of(error), idempotent=idempotent
+        ):
+            raise error
+        if retries >= policy.attempts:
+            if policy.attempts:
+                error.add_note(f"gave up after {retries} retries (Retry.attempts)")
+            raise error
+        delay = uniform(0.0, policy.backoff_bound(retries))
+        retry_after = retry_after_of(error)
+        if retry_after is not None:
+            if retry_after > policy.max_retry_after_s:
+                error.add_note(
+                    f"not retried: the server asked to wait {retry_after:g} s, more than "
+                    f"Retry.max_retry_after_s={policy.max_retry_after_s:g}"
+                )
+                raise error
+            delay = max(delay, retry_after)
+        if deadline is not None and deadline.remaining() <= delay:
+            error.add_note(
+                f"not retried: waiting {delay:.3g} s would reach the call's deadline "
+                f"({deadline.describe()})"
+            )
+            raise error
+        retries += 1
+        if on_retry is not None:
+            on_retry(retries, error, delay)
+        await sleep(delay)
         try:
             return await attempt()
-        except Exception as error:
-            if policy is None or not is_retryable(
-                error, status=status_of(error), idempotent=idempotent
-            ):
-                raise
-            if retries >= policy.attempts:
-                if policy.attempts:
-                    error.add_note(f"gave up after {retries} retries (Retry.attempts)")
-                raise
-            delay = uniform(0.0, policy.backoff_bound(retries))
-            retry_after = retry_after_of(error)
-            if retry_after is not None:
-                if retry_after > policy.max_retry_after_s:
-                    error.add_note(
-                        f"not retried: the server asked to wait {retry_after:g} s, more than "
-                        f"Retry.max_retry_after_s={policy.max_retry_after_s:g}"
-                    )
-                    raise
-                delay = max(delay, retry_after)
-            if deadline is not None and deadline.remaining() <= delay:
-                error.add_note(
-                    f"not retried: waiting {delay:.3g} s would reach the call's deadline "
-                    f"({deadline.describe()})"
-                )
-                raise
-            retries += 1
-            if on_retry is not None:
-                on_retry(retries, error, delay)
-            await sleep(delay)
+        except Exception as exc:
+            error = exc

@@ -86,3 +86,13 @@ async def serve() -> AsyncIterator[Callable[[Any], Any]]:
         for server, task in servers:
             server.should_exit = True
             await task
+
+
+@pytest.fixture(params=["native", "aiohttp"], autouse=True)
+def http_link_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs over both HTTP client links: both drive the authorization flow."""
+    from millimcp.client import http_choice
+
+    kind: str = request.param
+    monkeypatch.setattr(http_choice, "DEFAULT", kind)
+    return kind

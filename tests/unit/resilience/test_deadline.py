@@ -212,3 +212,84 @@ async def test_cancelling_the_caller_propagates_as_cancellation() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert inner == ["finally"]
+
+
+# --- the shared timer (Deadline.watch) ------------------------------------------------------
+
+
+async def test_calls_in_flight_share_one_timer() -> None:
+    """Fifty calls under 30 s deadlines: one timer armed, for the earliest; none left after."""
+    from millimcp.resilience import deadline as module
+
+    release = asyncio.Event()
+
+    async def waits() -> int:
+        await release.wait()
+        return 1
+
+    calls = [asyncio.create_task(run_with_deadline(waits, Deadline(30.0))) for _ in range(50)]
+    await asyncio.sleep(0)
+    keeper = module._keeper_of(asyncio.get_running_loop())
+    assert len(keeper.watches) == 50
+    handle = keeper._handle
+    assert handle is not None
+    assert handle.when() == pytest.approx(min(w.when for w in keeper.watches) + 0.001)
+    loop = asyncio.get_running_loop()
+    timers = [h for h in getattr(loop, "_scheduled", ()) if not h.cancelled()]
+    assert len(timers) <= 1  # asyncio's own loop: one timer for all fifty
+    release.set()
+    assert await asyncio.gather(*calls) == [1] * 50
+    assert not keeper.watches
+
+
+async def test_a_short_deadline_behind_long_ones_fires_on_time() -> None:
+    release = asyncio.Event()
+
+    async def waits() -> None:
+        await release.wait()
+
+    long = [asyncio.create_task(run_with_deadline(waits, Deadline(30.0))) for _ in range(3)]
+    await asyncio.sleep(0)
+    with pytest.raises(CallTimeout):
+        # the timer armed for the 30 s calls must move earlier for this one
+        await asyncio.wait_for(run_with_deadline(waits, Deadline(0.05)), 10)
+    release.set()
+    await asyncio.gather(*long)
+
+
+async def test_a_call_that_swallows_the_deadline_returns_and_is_not_left_cancelled() -> None:
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "kept going"
+        return "slept"
+
+    assert await run_with_deadline(stubborn, Deadline(0.02)) == "kept going"
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
+    await asyncio.sleep(0)  # not cancelled by a leftover request
+
+
+async def test_a_cancellation_from_outside_while_expiring_stays_a_cancellation() -> None:
+    async def stuck() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()  # the caller gives up too, while the deadline's cancel is handled
+            raise
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.create_task(run_with_deadline(stuck, Deadline(0.02)))
+
+
+async def test_watch_outside_a_task_is_refused_and_unbounded_is_none() -> None:
+    assert Deadline(None).watch("call") is None
+    watch = Deadline(5.0).watch("tools/call", "echo")
+    assert watch is not None
+    assert "tools/call 'echo'" in repr(watch)
+    watch.close()
+    watch.close()  # idempotent

@@ -32,7 +32,6 @@ __all__ = ["Connection"]
 
 _HIGH_WATER: Final = 1 << 20
 """Unread bytes of a streamed body above which the socket is no longer read."""
-_FRAMED: Final = ATTACHMENT_MEDIA_TYPE.encode()
 
 
 class Connection(asyncio.Protocol):
@@ -51,7 +50,7 @@ class Connection(asyncio.Protocol):
         self.exchanges = 0
         """Responses whose head arrived on this connection."""
         self.status = 0
-        self.reason = ""
+        self._reason = b""
         self.headers: dict[str, str] = {}
         """The response's headers, names in lower case (repeated ones joined by ``", "``)."""
         self.sink: bytearray | None = None
@@ -69,7 +68,6 @@ class Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._paused_reading = False
         self._drain: asyncio.Future[None] | None = None
-        self._type = b""
         self._fd = -1
 
     # -- asyncio.Protocol --------------------------------------------------------------------
@@ -120,31 +118,34 @@ class Connection(asyncio.Protocol):
     # -- httptools callbacks -----------------------------------------------------------------
 
     def on_status(self, reason: bytes) -> None:
-        self.reason += reason.decode("latin-1")
+        self._reason += reason  # decoded when read (:attr:`reason`): most replies are 200
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        old = self.headers.get(key)
-        self.headers[key] = text if old is None else f"{old}, {text}"
+        headers = self.headers
+        key = name.lower().decode("latin-1")  # a token: llhttp refuses anything but ASCII
+        if key in headers:
+            headers[key] = f"{headers[key]}, {value.decode('latin-1')}"
+        else:
+            headers[key] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
         if 100 <= status < 200:  # an interim response (100 Continue): wait for the real one
             self.headers = {}
-            self.reason = ""
+            self._reason = b""
             return
         self.status = status
         self.exchanges += 1
-        self._type = self.headers.get("content-type", "").encode("latin-1")
-        if self._type.startswith(_FRAMED):
-            self._limit = self._framed_limit
-            length = self.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) <= self._limit:
-                self.sink = bytearray(int(length))
-        elif self._type.startswith(b"text/event-stream"):
-            self._limit = 0  # a stream: each event is capped by its reader, not the whole
-        length = self.headers.get("content-length")
+        headers = self.headers
+        kind = headers.get("content-type")
+        length = headers.get("content-length")
+        if kind is not None:
+            if kind.startswith(ATTACHMENT_MEDIA_TYPE):
+                self._limit = self._framed_limit
+                if length is not None and length.isdigit() and int(length) <= self._limit:
+                    self.sink = bytearray(int(length))
+            elif kind.startswith("text/event-stream"):
+                self._limit = 0  # a stream: each event is capped by its reader, not the whole
         if self._limit and length is not None and length.isdigit() and int(length) > self._limit:
             self._fail(FrameTooLarge(self._limit))
         head = self._head
@@ -171,25 +172,30 @@ class Connection(asyncio.Protocol):
         self._unread += len(body)
         if not self._limit and self._unread > _HIGH_WATER:
             self._pause()
-        self._wake()
+        waiter = self._waiter  # _wake(), inline
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def on_message_complete(self) -> None:
         if self.status == 0 or self._error is not None:  # an interim response's end
             return
         self._complete = True
         self.reusable = self._parser.should_keep_alive() and not self.closed
-        self._wake()
+        waiter = self._waiter  # _wake(), inline
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     # -- the owner's side --------------------------------------------------------------------
 
-    def send(self, parts: Sequence[Any], *, limit: int, framed_limit: int) -> None:
+    def send(self, parts: Sequence[Any], *, limit: int, framed_limit: int) -> asyncio.Future[None]:
         """Write one request (its head and body as buffers) and expect its response: a body
-        of at most ``limit`` bytes (``framed_limit`` for the tensor framing)."""
+        of at most ``limit`` bytes (``framed_limit`` for the tensor framing). Returns the
+        future of the response's head: await it (or :meth:`head`), then :meth:`check_head`."""
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             raise NotSent("the connection closed before the request was written")
         self.status = 0
-        self.reason = ""
+        self._reason = b""
         self.headers = {}
         self.sink = None
         self._filled = self._size = self._unread = 0
@@ -199,9 +205,15 @@ class Connection(asyncio.Protocol):
         self._complete = self.reusable = False
         self._error = None
         self._active = True
-        self._head = self._loop.create_future()
+        head = self._head = self._loop.create_future()
         for part in parts:  # not writelines: before Python 3.12 it joins them (a copy)
             transport.write(part)
+        return head
+
+    @property
+    def draining(self) -> bool:
+        """The transport's write buffer is above its high-water mark (await :meth:`drained`)."""
+        return self._drain is not None
 
     async def drained(self) -> None:
         """Return once the transport's write buffer is below its high-water mark."""
@@ -221,6 +233,11 @@ class Connection(asyncio.Protocol):
                 await head
             finally:
                 self._waiter = None
+        self.check_head()
+
+    def check_head(self) -> None:
+        """Raise what failed the exchange before its head arrived (once the head future is
+        done)."""
         if self._error is not None and self.status == 0:
             raise self._error
 
@@ -228,6 +245,11 @@ class Connection(asyncio.Protocol):
         """The whole body (not decoded)."""
         while not self._complete:
             await self._wait()
+        return self.whole_body()
+
+    def whole_body(self) -> bytes:
+        """The whole body once :attr:`complete` (no wait: the common case, a reply that
+        came in one read)."""
         if self._error is not None:
             raise self._error
         self._active = False
@@ -297,6 +319,11 @@ class Connection(asyncio.Protocol):
         self._active = False
         if self.transport is not None:
             self.transport.close()
+
+    @property
+    def reason(self) -> str:
+        """The status line's reason phrase."""
+        return self._reason.decode("latin-1")
 
     @property
     def complete(self) -> bool:

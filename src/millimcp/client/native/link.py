@@ -29,7 +29,7 @@ import contextlib
 import logging
 import ssl as ssl_module
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from millimcp.client.http_reply import (
@@ -57,9 +57,15 @@ from millimcp.errors import (
 )
 from millimcp.resilience.policy import Limits, Timeout
 
+if TYPE_CHECKING:  # the authorizer's own requests (to authorization servers) use aiohttp
+    from millimcp.client.authorizer import Authorizer
+
 __all__ = ["NativeLink"]
 
 log: Final = logging.getLogger("millimcp.client")
+
+_MAX_HEADS: Final = 256
+"""Request heads kept encoded (per method and header set) before the cache starts over."""
 
 
 def _context(ssl: Any) -> ssl_module.SSLContext:
@@ -99,11 +105,15 @@ class NativeLink(HttpRules):
         ssl: Any = None,
         tensors: bool = False,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        auth: Authorizer | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
+        self.auth = auth
+        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
+        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
         self.limits = limits or Limits()
         self.timeout = timeout or Timeout()
         self.max_message_bytes = max_message_bytes
@@ -121,12 +131,11 @@ class NativeLink(HttpRules):
             host += f":{parts.port}"
         self._base = base_headers(tensors, headers)
         _check(self._base)
-        self._base_names = frozenset(name.lower() for name in self._base)
-        self._disjoint: dict[tuple[str, ...], bool] = {}
-        """Per set of request header names: none of them overrides a link header."""
+        self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
+        """Per method and request headers: the request's head up to its length (the whole
+        head for a GET), encoded once."""
         self._target = target
         self._host_header = host
-        self._post_prefix = self._prefix("POST", self._base)
         self._pool: Pool | None = None
         self._side: Pool | None = None
         super().__init__()
@@ -196,6 +205,8 @@ class NativeLink(HttpRules):
             pool.close()
             if side is not None:
                 side.close()
+            if self.auth is not None:
+                await self.auth.close()
 
     async def request(
         self,
@@ -218,7 +229,10 @@ class NativeLink(HttpRules):
             parts: list[Any] = frame(body, list(attachment))
         else:
             parts = [body]
-        conn = await self._exchange(pool, "POST", headers, parts)
+        if self.auth is None:  # no coroutine more on the hot path
+            conn = await self._exchange(pool, "POST", headers, parts)
+        else:
+            conn = await self._post(pool, headers, parts)
         status = conn.status
         response_headers = conn.headers
         try:
@@ -239,7 +253,7 @@ class NativeLink(HttpRules):
                 buffer = await conn.framed()
                 framed = True
             else:
-                data = await conn.body()
+                data = conn.whole_body() if conn.complete else await conn.body()
                 framed = False
         except BaseException:
             conn.close()  # cancelled or failed: the server sees the disconnect
@@ -261,7 +275,7 @@ class NativeLink(HttpRules):
             raise NotSent("the client is closed")
         pool = self._side_pool()
         headers = self._sending(headers)
-        conn = await self._exchange(pool, "POST", headers, [body])
+        conn = await self._post(pool, headers, [body])
         try:
             data = await conn.body()
         except BaseException:
@@ -281,7 +295,7 @@ class NativeLink(HttpRules):
     @contextlib.asynccontextmanager
     async def _get(self, headers: Mapping[str, str]) -> AsyncIterator[Stream]:
         pool = self._side_pool()
-        conn = await self._exchange(pool, "GET", headers, [])
+        conn = await self._exchange(pool, "GET", await self._auth_headers(headers), [])
         try:
             yield conn.status, conn.headers.get("content-type", ""), conn.chunks()
         finally:
@@ -291,11 +305,51 @@ class NativeLink(HttpRules):
     async def _delete(self, headers: Mapping[str, str]) -> None:
         pool = self._pool
         assert pool is not None
-        conn = await self._exchange(pool, "DELETE", headers, [])
+        conn = await self._exchange(pool, "DELETE", await self._auth_headers(headers), [])
         try:
             await conn.body()
         finally:
             pool.release(conn)
+
+    # -- authorization ----------------------------------------------------------------------
+
+    async def _post(self, pool: Pool, headers: Mapping[str, str], parts: list[Any]) -> Connection:
+        """POST ``parts``; with an authorizer, its token goes with the request and a challenge
+        runs the flow and sends the same request again (the server refused it before doing
+        anything), until the authorizer is exhausted (then the refusal is the answer)."""
+        auth = self.auth
+        if auth is None:
+            return await self._exchange(pool, "POST", headers, parts)
+        after_flow = False
+        while True:
+            sent = await auth.before()
+            sending = headers if sent is None else {**headers, "Authorization": sent}
+            try:
+                conn = await self._exchange(pool, "POST", sending, parts)
+            except ConnectionLost:
+                # A flow takes seconds (a person: minutes): a kept-alive connection may have
+                # been closed under it by the server's keep-alive timeout. Once, on another.
+                if not after_flow:
+                    raise
+                after_flow = False
+                continue
+            challenge = conn.headers.get("www-authenticate")
+            if not auth.wants(conn.status, challenge):
+                auth.settled()
+                return conn
+            if auth.exhausted():
+                return conn
+            status = conn.status
+            conn.close()  # the refusal's body is not read: this connection is done
+            pool.release(conn)
+            await auth.challenge(status, challenge, sent)
+            after_flow = True
+
+    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        if self.auth is None:
+            return headers
+        value = await self.auth.before()
+        return headers if value is None else {**headers, "Authorization": value}
 
     # -- one exchange -----------------------------------------------------------------------
 
@@ -305,40 +359,52 @@ class NativeLink(HttpRules):
             f"{method} {self._target} HTTP/1.1\r\nHost: {self._host_header}\r\n{lines}"
         ).encode()
 
-    def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
-        """The request's head: the link's headers, ``headers`` over them, the length."""
-        names = tuple(headers)
-        disjoint = self._disjoint.get(names)
-        if disjoint is None:
-            disjoint = self._base_names.isdisjoint(name.lower() for name in names)
-            if len(self._disjoint) < 64:
-                self._disjoint[names] = disjoint
-        if disjoint:
-            prefix = self._post_prefix if method == "POST" else self._prefix(method, self._base)
-        else:
+    def _start(self, method: str, headers: Mapping[str, str]) -> bytes:
+        """The request's head up to the value of its ``Content-Length`` (a GET's whole head):
+        the link's headers, ``headers`` over them; encoded once per method and headers."""
+        key = (method, tuple(headers.items()))
+        start = self._heads.get(key)
+        if start is None:
+            _check(headers)
             lowered = {name.lower() for name in headers}
             kept = {k: v for k, v in self._base.items() if k.lower() not in lowered}
-            prefix = self._prefix(method, kept)
-        _check(headers)
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        end = "\r\n" if method == "GET" else f"Content-Length: {length}\r\n\r\n"
-        return prefix + (lines + end).encode()
+            lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+            end = "\r\n" if method == "GET" else "Content-Length: "
+            start = self._prefix(method, kept) + (lines + end).encode()
+            if len(self._heads) >= _MAX_HEADS:
+                self._heads.clear()
+            self._heads[key] = start
+        return start
+
+    def _head(self, method: str, headers: Mapping[str, str], length: int) -> bytes:
+        """The request's head: the link's headers, ``headers`` over them, the length."""
+        start = self._start(method, headers)
+        return start if method == "GET" else b"%s%d\r\n\r\n" % (start, length)
 
     async def _exchange(
         self, pool: Pool, method: str, headers: Mapping[str, str], body: Sequence[Any]
     ) -> Connection:
         """Send one request on a connection of ``pool`` and wait for its response's head."""
         if len(body) == 1 and type(body[0]) is bytes:
-            length = len(body[0])
-            head = self._head(method, headers, length)
-            parts: list[Any] = [head + body[0]] if length < 65536 else [head, body[0]]
+            data = body[0]
+            length = len(data)
+            if length < 65536:  # one buffer, one write
+                parts: list[Any] = [
+                    b"%s%d\r\n\r\n%s" % (self._start(method, headers), length, data)
+                ]
+            else:
+                parts = [self._head(method, headers, length), data]
         else:
             length = sum(memoryview(part).nbytes for part in body)
             parts = [self._head(method, headers, length), *body]
         for _ in range(2):  # a kept-alive connection found closed before anything went out
-            conn = await pool.acquire()
+            conn = pool.take()
+            if conn is None:
+                conn = await pool.acquire()
             try:
-                conn.send(parts, limit=self.max_message_bytes, framed_limit=self._framed_limit())
+                head = conn.send(
+                    parts, limit=self.max_message_bytes, framed_limit=self._framed_limit()
+                )
             except NotSent:
                 pool.release(conn)
                 continue
@@ -346,8 +412,11 @@ class NativeLink(HttpRules):
         else:
             raise NotSent(f"could not send to {self.url}: the connections closed")
         try:
-            await conn.drained()
-            await conn.head()
+            if conn.draining:
+                await conn.drained()
+            if not head.done():
+                await head
+            conn.check_head()
         except BaseException:
             conn.close()
             pool.release(conn)

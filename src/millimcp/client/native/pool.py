@@ -99,16 +99,18 @@ class Pool:
             f"opened={self.opened} reused={self.reused}>"
         )
 
-    async def acquire(self) -> Connection:
-        """A connection ready for one exchange: an idle one, a new one, or (at the cap) the
-        next one handed back."""
+    def take(self) -> Connection | None:
+        """An idle connection ready for one exchange, without waiting (the hot path); None
+        when none is idle (then :meth:`acquire`)."""
         if self._closed:
             raise NotSent("the client is closed")
-        loop = asyncio.get_running_loop()
         idle = self._idle
+        if not idle:
+            return None
+        now = asyncio.get_running_loop().time()
         while idle:
             conn = idle.pop()
-            idle_s = loop.time() - conn.idle_since
+            idle_s = now - conn.idle_since
             if (
                 conn.closed
                 or idle_s > self.expiry_s
@@ -119,6 +121,15 @@ class Pool:
             self._busy.add(conn)
             self.reused += 1
             return conn
+        return None
+
+    async def acquire(self) -> Connection:
+        """A connection ready for one exchange: an idle one, a new one, or (at the cap) the
+        next one handed back."""
+        conn = self.take()
+        if conn is not None:
+            return conn
+        loop = asyncio.get_running_loop()
         reserved = False
         if self.limit is not None and len(self._busy) + self._connecting >= self.limit:
             waiter: asyncio.Future[Connection | None] = loop.create_future()
@@ -143,7 +154,7 @@ class Pool:
         if conn.reusable and not conn.closed and not self._closed:
             if self.ssl is not None:
                 self._remember_session(conn)
-            if self._give(conn):
+            if self._waiters and self._give(conn):
                 return
             self._busy.discard(conn)
             if len(self._idle) < self.keepalive:
