@@ -12,7 +12,7 @@ the handler runs with a :class:`~millimcp.session.context.Context`; the answer i
 
 from __future__ import annotations
 
-from asyncio import current_task
+from asyncio import current_task, get_running_loop
 from typing import Any
 
 from millimcp.errors import ProtocolError
@@ -20,7 +20,7 @@ from millimcp.observe import TRACE, clock
 from millimcp.protocol import McpHeaders, encode_error, encode_result
 from millimcp.session.context import Context
 from millimcp.session.disconnects import DisconnectSweeper
-from millimcp.session.inflight import Call
+from millimcp.session.inflight import TASKS, Call
 from millimcp.session.router import Outcome, Route, Router
 from millimcp.transports.http import Exchange
 
@@ -65,7 +65,9 @@ class ModernHttp:
             ctx = Context(request_id, method, params.meta, exchange.emit, None, None, headers)
         ctx._source = exchange
         record = TRACE.begin(t0, method, params, request_id, headers) if t0 else None
-        call = Call(current_task(), False, False, exchange)
+        # asyncio.current_task(), without its Python frame on 3.11 (inflight.TASKS)
+        task = current_task() if TASKS is None else TASKS.get(get_running_loop())
+        call = Call(task, False, False, exchange)
         sweeper = self.sweeper
         sweeper.active.add(call)  # sweeper.enter, inlined: this is the hot path
         if sweeper.task is None:
