@@ -72,13 +72,15 @@ class ModernHttp:
         sweeper.active.add(call)  # sweeper.enter, inlined: this is the hot path
         if sweeper.task is None:
             sweeper.start()
+        short: bytes | None = None
         try:
             # Router.run, inlined (one coroutine fewer): the handler, then its outcome.
             result = await route.handler(params, ctx)
             if record is None and ctx._attachments is None:
                 # Router.outcome without what cannot apply: untraced, no attachment, and a
-                # modern version (no resultType to strip).
-                outcome: Outcome | None = 200, encode_result(request_id, result), None, None, True
+                # modern version (no resultType to strip): a 200 with this body.
+                short = encode_result(request_id, result)
+                outcome: Outcome | None = None
             else:
                 outcome = router.outcome(result, ctx, record)
         except BaseException as exc:
@@ -89,6 +91,13 @@ class ModernHttp:
                 call.watcher.cancel()
             if exchange.streaming:
                 exchange.stop_keepalive()
+        if short is not None:  # the common answer: nothing to add, nothing to observe
+            if exchange.streaming:
+                await exchange.send_event(short)
+                await exchange.end_stream()
+            else:
+                await exchange.reply(200, short)
+            return
         if outcome is None:  # the client went away; the request was cancelled
             if record is not None:  # observe: 499, the client closed the request
                 record.status = 499
