@@ -117,7 +117,7 @@ async def test_free_is_zero_while_a_call_waits_so_the_lock_free_path_is_safe() -
         limiter.free += 1
     else:
         limiter.release()
-    await waiting  # the slot went straight to the waiter
+    await asyncio.wait_for(waiting, 10)  # the slot went straight to the waiter
     assert (limiter.free, limiter.queued) == (0, 0)
     limiter.release()
     assert (limiter.free, limiter.in_flight) == (1, 0)
