@@ -185,12 +185,16 @@ class RequestDecoder:
     takes the union as before.
     """
 
-    __slots__ = ("_decoder", "_methods", "_named")
+    __slots__ = ("_decoder", "_methods", "named")
 
     def __init__(self, params_types: dict[str, type[Any]]) -> None:
         types: list[type[Any]] = []
         self._methods: dict[type[Any], str] = {}
-        self._named: dict[str, msgspec.json.Decoder[Any]] = {}
+        self.named: dict[str | None, msgspec.json.Decoder[Any]] = {}
+        """Each method's own decoder, for a caller that inlines :meth:`decode`'s hinted path
+        (the HTTP endpoint): a decoded request is valid when its ``method`` is the hint and
+        its ``jsonrpc`` is ``"2.0"``; a body that fails takes :meth:`decode` without hint.
+        Keyed ``str | None`` so that an absent hint looks up nothing without a test."""
         for index, (method, params_type) in enumerate(params_types.items()):
             request_type = msgspec.defstruct(
                 f"Request{index}",
@@ -204,7 +208,7 @@ class RequestDecoder:
             named = msgspec.defstruct(
                 f"NamedRequest{index}", [("params", params_type)], bases=(_NamedRequest,)
             )
-            self._named[method] = msgspec.json.Decoder(named)
+            self.named[method] = msgspec.json.Decoder(named)
         union: Any = types[0]
         for request_type in types[1:]:
             union = union | request_type
@@ -214,7 +218,7 @@ class RequestDecoder:
         """(method, id, params) of a valid request, else None. Check UTF-8 first.
 
         ``hint``: the method the binding names (``Mcp-Method``), tried first."""
-        if hint is not None and (named := self._named.get(hint)) is not None:
+        if hint is not None and (named := self.named.get(hint)) is not None:
             try:
                 request = named.decode(data)
             except (msgspec.DecodeError, RecursionError):

@@ -59,15 +59,22 @@ class InFlightLimiter:
     FIFO order when the queue has room, and raises :class:`Overloaded` otherwise. A waiter
     that is cancelled (its client left) leaves the queue. ``release()`` hands the slot
     straight to the oldest waiter. Use one limiter per event loop.
+
+    The hot path needs no method call (:attr:`free`): ``if limiter.free: limiter.free -= 1``
+    else ``await limiter.acquire()``; and to give the slot back, ``if limiter.free:
+    limiter.free += 1`` else ``limiter.release()``. This holds because a call only waits when
+    no slot is free, and a slot given back while calls wait goes to one of them: while anyone
+    waits, :attr:`free` is 0.
     """
 
-    __slots__ = ("_max", "_waiters", "in_flight", "limit", "name")
+    __slots__ = ("_max", "_waiters", "free", "limit", "name")
 
     def __init__(self, limit: ConcurrencyLimit, name: str = "server") -> None:
         self.limit = limit
         self.name = name
-        self.in_flight = 0
         self._max = limit.max_in_flight
+        self.free = self._max
+        """Slots free now (``max_in_flight - in_flight``); 0 whenever a call waits."""
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def __repr__(self) -> str:
@@ -77,13 +84,18 @@ class InFlightLimiter:
         )
 
     @property
+    def in_flight(self) -> int:
+        """Calls holding a slot."""
+        return self._max - self.free
+
+    @property
     def queued(self) -> int:
         return len(self._waiters)
 
     def try_acquire(self) -> bool:
-        """Take a free slot without waiting (no coroutine: the hot path); False if none."""
-        if self.in_flight < self._max and not self._waiters:
-            self.in_flight += 1
+        """Take a free slot without waiting (no coroutine); False if none."""
+        if self.free:
+            self.free -= 1
             return True
         return False
 
@@ -126,4 +138,4 @@ class InFlightLimiter:
             if not waiter.done():
                 waiter.set_result(None)
                 return
-        self.in_flight -= 1
+        self.free += 1

@@ -286,8 +286,12 @@ class Methods:
         if lean is not None and not TRACE.active:
             # The shortest path (see ToolEntry.lean): ToolEntry.call inlined, one coroutine
             # fewer, and a text result pre-encoded (TextResultTemplate), not built.
-            if limiter is not None and not limiter.try_acquire():
-                await limiter.acquire()
+            # The limiter's fast path, without a method call (InFlightLimiter.free).
+            if limiter is not None:
+                if limiter.free:
+                    limiter.free -= 1
+                else:
+                    await limiter.acquire()
             try:
                 try:
                     args = astuple(lean.decode(params.arguments or b"{}"))
@@ -306,7 +310,10 @@ class Methods:
                         result = entry.result(value, ctx)
             finally:
                 if limiter is not None:
-                    limiter.release()
+                    if limiter.free:
+                        limiter.free += 1
+                    else:
+                        limiter.release()
             result.meta = self._result_meta
             return result
         if entry.task is not None:

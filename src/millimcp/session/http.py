@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+import msgspec
+
 from millimcp.errors import ProtocolError
 from millimcp.observe import TRACE, clock
 from millimcp.protocol import MODERN_VERSIONS, McpHeaders
@@ -75,7 +77,23 @@ class HttpEndpoint:
             # type Mcp-Method names when the header agrees with the body.
             if not body.isascii():
                 check_utf8(body)
-            fast = router.requests.decode(body, headers.method)
+            # RequestDecoder.decode's hinted path, inlined: the type Mcp-Method names.
+            # No hint, or a body that disagrees with it: the union decides (decode()).
+            hint = headers.method
+            named = router.requests.named.get(hint)
+            if named is not None:
+                try:
+                    request = named.decode(body)
+                except (msgspec.DecodeError, RecursionError):
+                    fast = router.requests.decode(body)
+                else:
+                    if request.method == hint and request.jsonrpc == "2.0":
+                        # hint is a str here (only str keys have a decoder)
+                        fast = hint, request.id, request.params  # type: ignore[assignment]
+                    else:
+                        fast = router.requests.decode(body)
+            else:
+                fast = router.requests.decode(body)
             if fast is not None:
                 method, request_id, params = fast
                 route = router.routes[method]

@@ -12,7 +12,7 @@ the handler runs with a :class:`~millimcp.session.context.Context`; the answer i
 
 from __future__ import annotations
 
-from asyncio import current_task
+from asyncio import current_task, get_running_loop
 from typing import Any
 
 from millimcp.errors import ProtocolError
@@ -20,7 +20,7 @@ from millimcp.observe import TRACE, clock
 from millimcp.protocol import McpHeaders, encode_error, encode_result
 from millimcp.session.context import Context
 from millimcp.session.disconnects import DisconnectSweeper
-from millimcp.session.inflight import Call
+from millimcp.session.inflight import TASKS, Call
 from millimcp.session.router import Outcome, Route, Router
 from millimcp.transports.http import Exchange
 
@@ -65,18 +65,22 @@ class ModernHttp:
             ctx = Context(request_id, method, params.meta, exchange.emit, None, None, headers)
         ctx._source = exchange
         record = TRACE.begin(t0, method, params, request_id, headers) if t0 else None
-        call = Call(current_task(), False, False, exchange)
+        # asyncio.current_task(), without its Python frame on 3.11 (inflight.TASKS)
+        task = current_task() if TASKS is None else TASKS.get(get_running_loop())
+        call = Call(task, False, False, exchange)
         sweeper = self.sweeper
         sweeper.active.add(call)  # sweeper.enter, inlined: this is the hot path
         if sweeper.task is None:
             sweeper.start()
+        short: bytes | None = None
         try:
             # Router.run, inlined (one coroutine fewer): the handler, then its outcome.
             result = await route.handler(params, ctx)
             if record is None and ctx._attachments is None:
                 # Router.outcome without what cannot apply: untraced, no attachment, and a
-                # modern version (no resultType to strip).
-                outcome: Outcome | None = 200, encode_result(request_id, result), None, None, True
+                # modern version (no resultType to strip): a 200 with this body.
+                short = encode_result(request_id, result)
+                outcome: Outcome | None = None
             else:
                 outcome = router.outcome(result, ctx, record)
         except BaseException as exc:
@@ -87,6 +91,13 @@ class ModernHttp:
                 call.watcher.cancel()
             if exchange.streaming:
                 exchange.stop_keepalive()
+        if short is not None:  # the common answer: nothing to add, nothing to observe
+            if exchange.streaming:
+                await exchange.send_event(short)
+                await exchange.end_stream()
+            else:
+                await exchange.reply(200, short)
+            return
         if outcome is None:  # the client went away; the request was cancelled
             if record is not None:  # observe: 499, the client closed the request
                 record.status = 499

@@ -13,6 +13,7 @@ session or connection by request id, for ``notifications/cancelled``.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 from typing import Any, Final, Protocol
 
@@ -21,9 +22,17 @@ import msgspec
 from millimcp.protocol import Message
 from millimcp.protocol.types import CancelledParams, RequestId
 
-__all__ = ["Call", "InFlight", "cancelled_id"]
+__all__ = ["TASKS", "Call", "InFlight", "cancelled_id"]
 
 _CANCELLED_PARAMS: Final = msgspec.json.Decoder(CancelledParams)
+
+TASKS: Final[dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None] = (
+    getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info < (3, 12) else None
+)
+"""Python 3.11's table of the task each loop runs, or None. There ``asyncio.current_task``
+is Python code (a frame per call, on every HTTP request's path), and ``TASKS.get(
+get_running_loop())`` is the same answer from two C calls; from 3.12 on ``current_task`` is
+C itself, and this is None."""
 
 
 class Disconnects(Protocol):

@@ -98,3 +98,26 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_loses_no_slot() -> None:
     with pytest.raises(asyncio.CancelledError):
         await late
     assert (limiter.in_flight, limiter.queued) == (0, 0)
+
+
+async def test_free_is_zero_while_a_call_waits_so_the_lock_free_path_is_safe() -> None:
+    """The hot path's protocol (InFlightLimiter.free): take with ``free -= 1`` when free, give
+    back with ``free += 1`` when free; else acquire()/release(), which serve the waiters."""
+    limiter = InFlightLimiter(ConcurrencyLimit(max_in_flight=1, max_queued=2))
+    assert limiter.free == 1
+    limiter.free -= 1  # the hot path's take
+    waiting = asyncio.create_task(limiter.acquire())
+    gone = asyncio.create_task(limiter.acquire())
+    await asyncio.sleep(0)
+    assert (limiter.free, limiter.queued, limiter.in_flight) == (0, 2, 1)
+    gone.cancel()
+    await asyncio.gather(gone, return_exceptions=True)
+    assert limiter.free == 0  # still waited on
+    if limiter.free:  # the hot path's give-back: not taken, a call waits
+        limiter.free += 1
+    else:
+        limiter.release()
+    await asyncio.wait_for(waiting, 10)  # the slot went straight to the waiter
+    assert (limiter.free, limiter.queued) == (0, 0)
+    limiter.release()
+    assert (limiter.free, limiter.in_flight) == (1, 0)

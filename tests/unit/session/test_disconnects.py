@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any
 
 from millimcp import Context, HttpConfig, Server
@@ -64,8 +65,11 @@ async def run_until_disconnect(
         sent.append(message)
 
     before = asyncio.all_tasks()
-    async with asyncio.timeout(10):
+    guard = asyncio.timeout(10)
+    async with guard:
         await app(scope_for(tool), receive, send)
+    # The guard's cancellation would also end the handler: it must not be what did.
+    assert not guard.expired(), "the disconnect did not cancel the handler"
     return sent, asyncio.all_tasks() - before
 
 
@@ -122,3 +126,18 @@ async def test_a_body_with_an_id_but_no_method_is_refused_with_its_id() -> None:
     reply = json.loads(sent[1]["body"])
     assert reply["error"]["code"] == -32600
     assert reply["id"] == 11
+
+
+async def test_the_task_table_answers_as_current_task() -> None:
+    """inflight.TASKS (3.11) gives the modern front the same task as asyncio.current_task."""
+    from millimcp.session.inflight import TASKS
+
+    if TASKS is None:
+        assert sys.version_info >= (3, 12)
+        return
+
+    async def which() -> bool:
+        return TASKS.get(asyncio.get_running_loop()) is asyncio.current_task() is not None
+
+    assert await asyncio.create_task(which())
+    assert await which()
