@@ -51,6 +51,21 @@ CLIENTS: dict[str, ClientSpec] = {
 }
 
 
+async def echo_calls(client: Any, in_flight: int) -> list[Call]:
+    """``in_flight`` copies of one ``echo`` call through ``client`` (the official SDK's or
+    millimcp's: both have ``call_tool``), once a first call has answered as it should."""
+    first = await client.call_tool("echo", {"text": ECHO_TEXT})
+    text = getattr(first.content[0], "text", None) if first.content else None
+    if first.is_error or text != ECHO_TEXT:
+        raise RuntimeError(f"unexpected first answer: {first!r}")
+
+    async def call() -> bool:
+        result = await client.call_tool("echo", {"text": ECHO_TEXT})
+        return not result.is_error
+
+    return [call] * in_flight
+
+
 @contextlib.asynccontextmanager
 async def open_official(
     url: str, in_flight: int
@@ -58,17 +73,9 @@ async def open_official(
     from mcp import Client  # the official SDK (mcp 2.3.0)
 
     async with Client(url) as client:
-        first = await client.call_tool("echo", {"text": ECHO_TEXT})
-        text = getattr(first.content[0], "text", None) if first.content else None
-        if first.is_error or text != ECHO_TEXT:
-            raise RuntimeError(f"unexpected first answer: {first!r}")
-
-        async def call() -> bool:
-            result = await client.call_tool("echo", {"text": ECHO_TEXT})
-            return not result.is_error
-
+        calls = await echo_calls(client, in_flight)
         version = getattr(client.session, "protocol_version", None)
-        yield [call] * in_flight, lambda: f"protocol {version}"
+        yield calls, lambda: f"protocol {version}"
 
 
 @contextlib.asynccontextmanager
@@ -78,17 +85,8 @@ async def open_millimcp(
     from millimcp import Client
 
     async with Client.over_http(url, http=http) as client:
-        first = await client.call_tool("echo", {"text": ECHO_TEXT})
-        text = getattr(first.content[0], "text", None) if first.content else None
-        if first.is_error or text != ECHO_TEXT:
-            raise RuntimeError(f"unexpected first answer: {first!r}")
-
-        async def call() -> bool:
-            result = await client.call_tool("echo", {"text": ECHO_TEXT})
-            return not result.is_error
-
         yield (
-            [call] * in_flight,
+            await echo_calls(client, in_flight),
             lambda: f"era {client.era}, {client.protocol_version}, {client.stats}",
         )
 
@@ -251,16 +249,8 @@ async def open_lean(
     from millimcp import Client
 
     async with Client(StreamsLink(url), key=url) as client:  # type: ignore[arg-type]
-        first = await client.call_tool("echo", {"text": ECHO_TEXT})
-        text = getattr(first.content[0], "text", None) if first.content else None
-        if first.is_error or text != ECHO_TEXT:
-            raise RuntimeError(f"unexpected first answer: {first!r}")
-
-        async def call() -> bool:
-            result = await client.call_tool("echo", {"text": ECHO_TEXT})
-            return not result.is_error
-
-        yield [call] * in_flight, lambda: f"era {client.era}, {client.protocol_version}"
+        calls = await echo_calls(client, in_flight)
+        yield calls, lambda: f"era {client.era}, {client.protocol_version}"
 
 
 def open_millimcp_aiohttp(

@@ -193,7 +193,9 @@ def child(target: str, calls: int) -> None:
         uvloop.run(drive(module.app, calls, getattr(module, "HEADERS", ())))
 
 
-def instructions(target: str, calls: int) -> int:
+def callgrind_count(script: str, *args: str) -> int:
+    """Instructions ``python script *args`` executes under callgrind (this checkout's
+    ``src`` first on the path, a fixed hash seed), its output discarded."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "PYTHONHASHSEED": "0"}
@@ -203,11 +205,8 @@ def instructions(target: str, calls: int) -> int:
                 "--tool=callgrind",
                 f"--callgrind-out-file={out}",
                 sys.executable,
-                __file__,
-                "--child",
-                target,
-                "--calls",
-                str(calls),
+                script,
+                *args,
             ],
             check=True,
             env=env,
@@ -218,6 +217,10 @@ def instructions(target: str, calls: int) -> int:
         if match is None:
             raise SystemExit(f"no summary line in {out}")
         return int(match.group(1))
+
+
+def instructions(target: str, calls: int) -> int:
+    return callgrind_count(__file__, "--child", target, "--calls", str(calls))
 
 
 def main() -> int:

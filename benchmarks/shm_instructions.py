@@ -24,16 +24,11 @@ copies are a few instructions and the figure is the bookkeeping alone:
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from instructions import callgrind_count
 
 
 def drive(calls: int, floats: int) -> None:
@@ -82,18 +77,7 @@ def drive(calls: int, floats: int) -> None:
 
 
 def instructions(calls: int, floats: int) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "PYTHONHASHSEED": "0"}
-        subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             __file__, "--child", "--calls", str(calls), "--floats", str(floats)],
-            check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
-        if match is None:
-            raise SystemExit(f"no summary line in {out}")
-        return int(match.group(1))
+    return callgrind_count(__file__, "--child", "--calls", str(calls), "--floats", str(floats))
 
 
 def main() -> int:

@@ -16,10 +16,11 @@ from typing import Any
 import msgspec
 
 from orders.config import OrdersConfig
+from orders.queries import SUMMARY_COLUMNS
 
 __all__ = ["Views", "analysis", "analysis_text"]
 
-SUMMARY_KEYS = ("id", "created_at", "status", "total_cents", "item_count")
+SUMMARY_KEYS = SUMMARY_COLUMNS  # a trimmed summary carries what the covering index holds
 DETAIL_KEYS = (
     *SUMMARY_KEYS,
     "customer_id",

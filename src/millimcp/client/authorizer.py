@@ -28,8 +28,8 @@ import logging
 import socket
 import time
 import webbrowser
-from collections.abc import Generator
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Final, TypeVar
 from urllib.parse import urljoin
 
 import aiohttp
@@ -45,7 +45,7 @@ from millimcp.auth.client_config import (
 )
 from millimcp.auth.flow import ClientFlow
 from millimcp.auth.steps import HttpRequest, HttpResponse, Load, Save, Step, UserRedirect
-from millimcp.errors import AuthorizationFailed
+from millimcp.errors import AuthorizationFailed, ConnectionLost
 
 __all__ = ["AuthConfig", "Authorizer"]
 
@@ -60,6 +60,9 @@ _PAGE: Final = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n\r\n"
     b"<!doctype html><title>Authorized</title><p>Done: you may close this window.</p>"
 )
+
+
+_Reply = TypeVar("_Reply")
 
 
 class Authorizer:
@@ -121,6 +124,39 @@ class Authorizer:
 
     def settled(self) -> None:
         self._streak = 0
+
+    async def resend_until_settled(
+        self,
+        send: Callable[[str | None], Awaitable[_Reply]],
+        seen: Callable[[_Reply], tuple[int, str | None]],
+        drop: Callable[[_Reply], None],
+    ) -> _Reply:
+        """``send(token)`` until the answer is not a challenge this authorizer takes, running
+        the flow between tries (the server refused the request before doing anything, so
+        the same request goes again); once exhausted, the refusal is the answer. ``seen``
+        reads an answer's status and ``WWW-Authenticate``; ``drop`` lets a refusal go. A
+        connection lost on the try right after a flow is tried once more: a flow takes
+        seconds (a person: minutes), so a kept-alive connection may have been closed under
+        it by the server's keep-alive timeout."""
+        after_flow = False
+        while True:
+            sent = await self.before()
+            try:
+                reply = await send(sent)
+            except ConnectionLost:
+                if not after_flow:
+                    raise
+                after_flow = False
+                continue
+            status, challenge = seen(reply)
+            if not self.wants(status, challenge):
+                self.settled()
+                return reply
+            if self.exhausted():
+                return reply
+            drop(reply)
+            await self.challenge(status, challenge, sent)
+            after_flow = True
 
     async def challenge(self, status: int, www_authenticate: str | None, sent: str | None) -> bool:
         flow = self._flow

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
@@ -251,35 +251,17 @@ class HttpLink(HttpRules):
         server refused it before doing anything), until the authorizer is exhausted."""
         auth = self.auth
         assert auth is not None
-        after_flow = False
-        while True:
-            sent = await auth.before()
+
+        def send(sent: str | None) -> Awaitable[aiohttp.ClientResponse]:
             data, media_type = post_data(body, attachment)
             sending = dict(headers)
             if media_type is not None:
                 sending["Content-Type"] = media_type
             if sent is not None:
                 sending["Authorization"] = sent
-            try:
-                response = await self._post(session, data, sending)
-            except ConnectionLost:
-                # A flow takes seconds (a person: minutes): the pooled connection the resend
-                # took has idled past the server's keep-alive and been closed under it. Once,
-                # on another connection.
-                if not after_flow:
-                    raise
-                after_flow = False
-                continue
-            challenge = response.headers.get("WWW-Authenticate")
-            if not auth.wants(response.status, challenge):
-                auth.settled()
-                return response
-            if auth.exhausted():
-                return response
-            status = response.status
-            response.close()
-            await auth.challenge(status, challenge, sent)
-            after_flow = True
+            return self._post(session, data, sending)
+
+        return await auth.resend_until_settled(send, _status_and_challenge, _close)
 
     async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
         if self.auth is None:
@@ -393,3 +375,11 @@ class HttpLink(HttpRules):
         family, type_, proto, _, _ = addr_info
         self.connections_opened += 1
         return socket.socket(family=family, type=type_, proto=proto)
+
+
+def _status_and_challenge(response: aiohttp.ClientResponse) -> tuple[int, str | None]:
+    return response.status, response.headers.get("WWW-Authenticate")
+
+
+def _close(response: aiohttp.ClientResponse) -> None:
+    response.close()

@@ -24,6 +24,15 @@ def run_serve(*args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _end(process: subprocess.Popen[str]) -> None:
+    """Kill the server if a failed test left it running; close its stderr."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    if process.stderr is not None:
+        process.stderr.close()
+
+
 def test_start_line_then_a_clean_stop() -> None:
     port = free_port()
     env = {**os.environ, **PYTHON_ENV}
@@ -43,11 +52,7 @@ def test_start_line_then_a_clean_stop() -> None:
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        _end(process)
 
 
 @pytest.mark.parametrize(
@@ -124,8 +129,4 @@ def test_without_http_a_protected_server_is_served_by_uvicorn(workers: str) -> N
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        _end(process)

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import ssl as ssl_module
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -320,30 +320,16 @@ class NativeLink(HttpRules):
         auth = self.auth
         if auth is None:
             return await self._exchange(pool, "POST", headers, parts)
-        after_flow = False
-        while True:
-            sent = await auth.before()
+
+        def send(sent: str | None) -> Awaitable[Connection]:
             sending = headers if sent is None else {**headers, "Authorization": sent}
-            try:
-                conn = await self._exchange(pool, "POST", sending, parts)
-            except ConnectionLost:
-                # A flow takes seconds (a person: minutes): a kept-alive connection may have
-                # been closed under it by the server's keep-alive timeout. Once, on another.
-                if not after_flow:
-                    raise
-                after_flow = False
-                continue
-            challenge = conn.headers.get("www-authenticate")
-            if not auth.wants(conn.status, challenge):
-                auth.settled()
-                return conn
-            if auth.exhausted():
-                return conn
-            status = conn.status
+            return self._exchange(pool, "POST", sending, parts)
+
+        def drop(conn: Connection) -> None:
             conn.close()  # the refusal's body is not read: this connection is done
             pool.release(conn)
-            await auth.challenge(status, challenge, sent)
-            after_flow = True
+
+        return await auth.resend_until_settled(send, _status_and_challenge, drop)
 
     async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
         if self.auth is None:
@@ -464,3 +450,7 @@ class NativeLink(HttpRules):
         except (TimeoutError, ConnectionLost, asyncio.CancelledError):
             conn.close()
         pool.release(conn)
+
+
+def _status_and_challenge(conn: Connection) -> tuple[int, str | None]:
+    return conn.status, conn.headers.get("www-authenticate")
