@@ -316,10 +316,11 @@ def _announce(banner: str | None) -> None:
 
 
 def _is_endpoint(app: Any) -> bool:
-    """Whether ``app`` is a millimcp endpoint app (what the native front serves)."""
-    from millimcp.transports.http import StreamableHTTPApp
+    """Whether ``app`` is a millimcp endpoint app, protected or not (what the native front
+    serves)."""
+    from millimcp.transports.native.server import endpoint_of
 
-    return isinstance(app, StreamableHTTPApp)
+    return endpoint_of(app) is not None
 
 
 def _limits(app: Any) -> HttpConfig:

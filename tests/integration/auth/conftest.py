@@ -1,7 +1,8 @@
 """A protected millimcp server on a real socket (in the test's loop) and JWTs.
 
-A millimcp endpoint app is served on the tests' HTTP front (``FRONT``: native, or
-``MILLIMCP_HTTP_FRONT``); any other ASGI app (a fake authorization server) on uvicorn.
+A millimcp endpoint app, protected or not, is served on the tests' HTTP front (``FRONT``:
+native, or ``MILLIMCP_HTTP_FRONT``); any other ASGI app (a fake authorization server) on
+uvicorn.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from millimcp.testing.processes import free_port
-from millimcp.transports.http import StreamableHTTPApp
 from millimcp.transports.native import NativeServer
+from millimcp.transports.native.server import endpoint_of
 from tests.conftest import FRONT
 
 ISSUER = "https://auth.example.com"
@@ -63,9 +64,11 @@ async def serve() -> AsyncIterator[Callable[[Any], Any]]:
 
         async def start(app: Any, port: int | None = None) -> str:
             port = port or free_port()
-            if FRONT == "native" and isinstance(app, StreamableHTTPApp):
-                if app._lifespan is not None:
-                    await natives.enter_async_context(app._lifespan())
+            served = endpoint_of(app)
+            if FRONT == "native" and served is not None:
+                lifespan = served[0]._lifespan
+                if lifespan is not None:
+                    await natives.enter_async_context(lifespan())
                 native = NativeServer(app, port=port)
                 await native.start()
                 natives.push_async_callback(native.close)

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import socket
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
 from millimcp.transports.http import HttpConfig
@@ -76,6 +76,7 @@ class Request:
         "kind",
         "limit",
         "method",
+        "owner",
         "path",
         "refusal",
         "size",
@@ -100,6 +101,9 @@ class Request:
         self.kind = 0
         self.refusal: bytes | None = None
         """The whole response of a refused request (sent, then the connection closes)."""
+        self.owner: Callable[[list[tuple[bytes, bytes]]], None] | None = None
+        """Called with the headers of a response that may open a session (a protected
+        endpoint binds the session to its principal: :mod:`.guarded`)."""
 
 
 class Front(Protocol):

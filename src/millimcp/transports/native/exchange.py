@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
@@ -65,6 +66,9 @@ class NativeExchange(Exchange, eq=False):
     chunked: bool = True
     """Whether an SSE stream is chunked (HTTP/1.1) or close-delimited (HTTP/1.0)."""
     finished: bool = False
+    owner: Callable[[list[tuple[bytes, bytes]]], None] | None = None
+    """Called with the headers of the response (a protected endpoint records the session it
+    opens: see :class:`~millimcp.transports.native.connection.Request`)."""
 
     @classmethod
     def on(
@@ -74,6 +78,7 @@ class NativeExchange(Exchange, eq=False):
         accept_encoding: bytes | None,
         close: bool,
         http10: bool,
+        owner: Callable[[list[tuple[bytes, bytes]]], None] | None = None,
     ) -> NativeExchange:
         return cls(
             _no_receive,
@@ -84,6 +89,7 @@ class NativeExchange(Exchange, eq=False):
             close=close,
             keep_alive_10=http10 and not close,
             chunked=not http10,
+            owner=owner,
         )
 
     async def _write(self, data: bytes) -> None:
@@ -111,6 +117,8 @@ class NativeExchange(Exchange, eq=False):
             hdrs = [(b"content-type", _ATTACHMENT), (b"content-length", b"%d" % size)]
             if headers:
                 hdrs += headers
+                if self.owner is not None:
+                    self.owner(headers)
             self._stamp(hdrs, trace)
             conn = self.conn
             assert conn is not None
@@ -151,6 +159,8 @@ class NativeExchange(Exchange, eq=False):
             hdrs.append((b"content-length", b"%d" % len(body)))
         if headers:
             hdrs += headers
+            if self.owner is not None:
+                self.owner(headers)
         self._stamp(hdrs, trace)
         await self._write(
             head(status, hdrs, close=self.close, keep_alive_10=self.keep_alive_10) + body
@@ -189,6 +199,8 @@ class NativeExchange(Exchange, eq=False):
         self.started = True
         self.streaming = True
         hdrs = [*_SSE, *(headers or ())]
+        if headers and self.owner is not None:
+            self.owner(headers)
         if self.chunked:
             hdrs.append(_CHUNKED)
         else:

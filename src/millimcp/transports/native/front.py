@@ -209,7 +209,7 @@ class NativeFront:
                     conn.write(error_response(exc.status, exc.message, extra))
                     return
             exchange = NativeExchange.on(
-                conn, self.config, get(b"accept-encoding"), close, request.http10
+                conn, self.config, get(b"accept-encoding"), close, request.http10, request.owner
             )
             conn.exchange = exchange
             await self.handler.handle_http(body, _mcp_headers(headers, get), exchange)
@@ -271,7 +271,7 @@ class NativeFront:
             return
         get = request.fields.get
         exchange = NativeExchange.on(
-            conn, self.config, get(b"accept-encoding"), close, request.http10
+            conn, self.config, get(b"accept-encoding"), close, request.http10, request.owner
         )
         exchange.attachment = attachment
         conn.exchange = exchange

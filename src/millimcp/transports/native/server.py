@@ -25,7 +25,7 @@ import socket
 import ssl
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from millimcp.errors import ConfigurationError, MissingExtra
 from millimcp.transports.http import StreamableHTTPApp
@@ -33,7 +33,17 @@ from millimcp.transports.native.connection import HttpConnection
 from millimcp.transports.native.front import NativeFront
 from millimcp.transports.native.wire import CHUNK_END, CLOCK
 
-__all__ = ["NativeServer", "run_native", "run_one", "serve_native", "tls_context"]
+if TYPE_CHECKING:
+    from millimcp.transports.auth_core import AuthCore
+
+__all__ = [
+    "NativeServer",
+    "endpoint_of",
+    "run_native",
+    "run_one",
+    "serve_native",
+    "tls_context",
+]
 
 
 def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
@@ -59,7 +69,7 @@ class NativeServer:
 
     def __init__(
         self,
-        app: StreamableHTTPApp,
+        app: Any,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -68,12 +78,11 @@ class NativeServer:
         backlog: int = 2048,
         sock: socket.socket | None = None,
     ) -> None:
-        _require_endpoint(app)
+        self.app, self.auth = _require_endpoint(app)
         try:
             import httptools  # noqa: F401
         except ImportError:
             raise MissingExtra("serve", "the native HTTP front", "httptools") from None
-        self.app = app
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
@@ -87,7 +96,13 @@ class NativeServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        front = NativeFront(self.app, loop)
+        front: NativeFront
+        if self.auth is not None:
+            from millimcp.transports.native.guarded import GuardedFront
+
+            front = GuardedFront(self.app, loop, self.auth)
+        else:
+            front = NativeFront(self.app, loop)
         self.front = front
         if self.sock is not None:
             self._server = await loop.create_server(
@@ -155,13 +170,30 @@ class NativeServer:
         await self.drain(0.0)
 
 
-def _require_endpoint(app: Any) -> None:
+def endpoint_of(app: Any) -> tuple[StreamableHTTPApp, AuthCore | None] | None:
+    """What the native front serves of ``app``: a millimcp endpoint app (``server.asgi()``),
+    with the rules of its auth gate when it is protected; None for any other ASGI app."""
+    if isinstance(app, StreamableHTTPApp):
+        return app, None
+    core = getattr(app, "core", None)
+    if core is not None and isinstance(getattr(app, "app", None), StreamableHTTPApp):
+        from millimcp.transports.auth_core import AuthCore
+        from millimcp.transports.auth_gate import AuthGate
+
+        if isinstance(app, AuthGate) and isinstance(core, AuthCore):
+            return app.app, core
+    return None
+
+
+def _require_endpoint(app: Any) -> tuple[StreamableHTTPApp, AuthCore | None]:
     """Refuse, in one line, an app the native front cannot serve (it reads no ASGI)."""
-    if not isinstance(app, StreamableHTTPApp):
+    served = endpoint_of(app)
+    if served is None:
         raise ConfigurationError(
             "the native front serves a millimcp endpoint app (server.asgi()), not "
             f"{type(app).__name__}: serve that with an ASGI server (--http uvicorn)"
         )
+    return served
 
 
 def _end(conn: HttpConnection) -> None:
@@ -176,7 +208,7 @@ def _end(conn: HttpConnection) -> None:
 
 
 async def serve_native(
-    app: StreamableHTTPApp,
+    app: Any,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -192,8 +224,8 @@ async def serve_native(
     ``sock``: a listening socket to serve instead of binding ``host:port``; ``on_ready`` is
     called once it listens; the end of the pipe ``lifeline`` (a supervisor's) stops it too.
     """
-    _require_endpoint(app)
-    lifespan = app._lifespan
+    endpoint, _ = _require_endpoint(app)
+    lifespan = endpoint._lifespan
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -207,7 +239,7 @@ async def serve_native(
     context = lifespan() if lifespan is not None else contextlib.nullcontext()
     try:
         async with context:
-            await _serve_until(server, stop, app, host, ssl_context, announce, on_ready)
+            await _serve_until(server, stop, endpoint, host, ssl_context, announce, on_ready)
     finally:
         if lifeline is not None:
             loop.remove_reader(lifeline)
@@ -243,7 +275,7 @@ async def _serve_until(
 
 
 def run_native(
-    app: StreamableHTTPApp,
+    app: Any,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -254,7 +286,7 @@ def run_native(
 ) -> int:
     """Serve ``app`` until SIGTERM/SIGINT (blocking); ``workers`` processes share one socket
     (:class:`~millimcp.transports.supervisor.Supervisor`, forked: the app is built once)."""
-    _require_endpoint(app)
+    endpoint, _ = _require_endpoint(app)
     context = None
     if certfile is not None and keyfile is not None:
         context = tls_context(certfile, keyfile)
@@ -292,7 +324,7 @@ def run_native(
                 os._exit(code)
         return ForkedWorker(pid)
 
-    supervisor = Supervisor(spawn, workers, grace_s=app.config.graceful_timeout_s, banner=banner)
+    supervisor = Supervisor(spawn, workers, grace_s=endpoint.config.graceful_timeout_s, banner=banner)
     try:
         return supervisor.run()
     finally:
@@ -300,7 +332,7 @@ def run_native(
 
 
 def run_one(
-    app: StreamableHTTPApp,
+    app: Any,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
