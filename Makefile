@@ -114,7 +114,7 @@ INTEROP := tests/integration/interop
 FRONT_TESTS := tests/integration/http tests/integration/conformance/test_suite.py \
 	$(INTEROP)/test_inspector.py $(INTEROP)/test_inspector_handshake.py \
 	$(INTEROP)/test_official_sdk.py $(INTEROP)/test_handshake_official.py \
-	$(INTEROP)/test_tensor_official.py
+	$(INTEROP)/test_tensor_official.py tests/integration/auth tests/integration/tasks/test_tasks_http.py
 
 test-fronts: setup tools
 	MILLIMCP_HTTP_FRONT=uvicorn MILLIMCP_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q $(FRONT_TESTS)
@@ -124,7 +124,7 @@ test-fronts: setup tools
 # Client.over_http over an in-process loopback, ~25 s more), so a
 # target of its own (CI runs it after make test).
 perf: setup system-tools
-	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt,client --calls 400 \
+	$(BIN)/python benchmarks/instructions.py --targets millimcp,millimcp_native,millimcp_jwt,millimcp_native_jwt,client --calls 400 \
 		--check benchmarks/baselines/instructions.json
 
 conformance: setup tools

@@ -49,6 +49,8 @@ TARGETS = {
     # The same app on the native front, fed request bytes in-process (HTTP parsing included,
     # which the ASGI targets leave to the HTTP server): see drive_native.
     "millimcp_native": HERE / "servers" / "millimcp_echo.py",
+    # millimcp_jwt's server on the native front (its auth rules without the ASGI gate).
+    "millimcp_native_jwt": HERE / "servers" / "millimcp_jwt.py",
     # The client side: Client.over_http (native link) at 32 calls in flight over an in-process
     # loopback network that answers from canned bytes (benchmarks/client_loopback.py).
     "client": HERE / "client_loopback.py",
@@ -149,18 +151,20 @@ class _Transport:
     def close(self) -> None: ...
 
 
-async def drive_native(app: Any, calls: int) -> None:
+async def drive_native(app: Any, calls: int, extra: Any = ()) -> None:
     """``calls`` requests as bytes through one native connection, answered one by one."""
     from millimcp.transports.native.connection import HttpConnection
-    from millimcp.transports.native.front import NativeFront
+    from millimcp.transports.native.server import endpoint_of, make_front
 
-    front = NativeFront(app, asyncio.get_running_loop())
+    served = endpoint_of(app)
+    assert served is not None
+    front = make_front(*served, asyncio.get_running_loop())
     conn = HttpConnection(front)
     transport = _Transport()
     conn.connection_made(transport)  # type: ignore[arg-type]
     request = (
         b"POST /mcp HTTP/1.1\r\n"
-        + b"".join(b"%s: %s\r\n" % pair for pair in HEADERS)
+        + b"".join(b"%s: %s\r\n" % pair for pair in [*HEADERS, *extra])
         + b"\r\n"
         + BODY
     )
@@ -187,8 +191,8 @@ def child(target: str, calls: int) -> None:
     spec.loader.exec_module(module)
     import uvloop
 
-    if target == "millimcp_native":
-        uvloop.run(drive_native(module.app, calls))
+    if target.startswith("millimcp_native"):
+        uvloop.run(drive_native(module.app, calls, getattr(module, "HEADERS", ())))
     else:
         uvloop.run(drive(module.app, calls, getattr(module, "HEADERS", ())))
 

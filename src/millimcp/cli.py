@@ -208,8 +208,8 @@ def _serve_workers(args: argparse.Namespace) -> None:
 def _serve_native(args: argparse.Namespace) -> int:
     """The native front: the app is built once (``--workers N``: see :func:`_serve_workers`).
 
-    Without ``--http`` an app the native front cannot serve (an auth-protected server's
-    gate) goes to uvicorn (:func:`~millimcp.server.serve.front_for`)."""
+    Without ``--http`` an app the native front cannot serve goes to uvicorn
+    (:func:`~millimcp.server.serve.front_for`); a protected server's is served natively."""
     if args.workers > 1:
         try:
             _check_module(args.target)

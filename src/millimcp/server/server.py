@@ -47,7 +47,7 @@ from millimcp.transports.http import HttpConfig, StreamableHTTPApp
 from millimcp.transports.stdio import StdioConfig
 
 if TYPE_CHECKING:
-    from millimcp.transports.auth_gate import AuthGate
+    from millimcp.transports.auth_core import AuthCore
 
 __all__ = ["Server"]
 
@@ -90,9 +90,10 @@ class Server:
         self._lifespan = lifespan
         self._notifier = Notifier(self.config.listener_queue)
         page_size = self.config.page_size
-        self._gates: weakref.WeakSet[AuthGate] = weakref.WeakSet()
-        """The auth gates of this server's apps, told when a tool, prompt or resource is
-        added or removed; held weakly, so an app dropped takes its gate with it."""
+        self._gates: weakref.WeakSet[AuthCore] = weakref.WeakSet()
+        """The auth rules of this server's apps (each app's gate holds one, and the native
+        front that serves it), told when a tool, prompt or resource is added or removed;
+        held weakly, so an app dropped takes its rules with it."""
 
         def changed(kind: str) -> None:
             self._notifier.list_changed(kind)
@@ -435,7 +436,7 @@ class Server:
             any_scopes=self._any_scopes,
             max_body_bytes=config.max_body_bytes,
         )
-        self._gates.add(gate)
+        self._gates.add(gate.core)
         return gate
 
     def _scopes_for(self, method: str, name: str) -> Sequence[str]:

@@ -5,24 +5,25 @@ names, the last of a repeated name winning) and, where the headers do not name t
 operation, its body. It does no I/O of its own beyond the token verifier, and speaks neither
 ASGI nor HTTP bytes: a refusal is an :class:`Answer` (status, headers, body) that the front
 writes its own way. The ASGI gate (:class:`~millimcp.transports.auth_gate.AuthGate`) and the
-native front (:mod:`millimcp.transports.native.guarded`) both call it, in this order:
+native front (:mod:`millimcp.transports.native.guarded`) both call it: first
+:meth:`AuthCore.judge` (no await: a token seen lately and an operation its headers name), and
+when that cannot decide, :meth:`AuthCore.settle` (the token verified, the body read). The rules:
 
-1. :meth:`AuthCore.authenticate` the ``Authorization`` value: no bearer token, 401
-   ``WWW-Authenticate: Bearer resource_metadata="...", scope="..."``; a token the verifier
-   refuses, 401 ``error="invalid_token"``. Verified tokens are cached
-   (:class:`~millimcp.auth.resource.VerifiedTokens`, by digest) and, in front of that, the
-   last ``Authorization`` values seen map to their principal until the cached entry expires:
-   a request with a known token costs a dict lookup and a clock read;
+1. the token: no bearer token, 401 ``WWW-Authenticate: Bearer resource_metadata="...",
+   scope="..."``; a token the verifier refuses, 401 ``error="invalid_token"``. Verified
+   tokens are cached (:class:`~millimcp.auth.resource.VerifiedTokens`, by digest) and, in
+   front of that, the last ``Authorization`` values seen map to their principal until the
+   cached entry expires: a request with a known token costs a dict lookup and a clock read;
 2. the scopes it needs: ``required_scopes``, plus the ``scopes=`` of the tool called, the
-   resource read or the prompt got. On 2026-07-28 :meth:`AuthCore.header_scopes` names the
-   operation from ``Mcp-Method``/``Mcp-Name`` (before the body is read: the endpoint refuses a
-   body that disagrees with them); otherwise (the handshake era, whose endpoint does not
-   compare them) :meth:`AuthCore.body_scopes` reads it from the body, and a body that cannot
-   be read (compressed, framed, too large) needs every scope any operation declares;
-3. :meth:`AuthCore.check`: missing scopes, 403 ``error="insufficient_scope"`` naming every
-   scope the operation needs; a handshake session that another principal opened, 404 (a
-   session belongs to whoever opened it: :meth:`AuthCore.record` binds it when the response
-   carries its ``Mcp-Session-Id``).
+   resource read or the prompt got. On 2026-07-28 ``Mcp-Method``/``Mcp-Name`` name the
+   operation (before the body is read: the endpoint refuses a body that disagrees with them);
+   otherwise (the handshake era, whose endpoint does not compare them) the body does, and a
+   body that cannot be read (compressed, framed, too large) needs every scope any operation
+   declares. Missing ones: 403 ``error="insufficient_scope"`` naming every scope the
+   operation needs;
+3. a handshake session belongs to the principal that opened it: another gets 404. A request
+   whose response may open one is admitted as an :class:`Opening`, and the front calls
+   :meth:`AuthCore.record` with that response's headers.
 
 The front then serves the request with the principal in
 :data:`~millimcp.auth.resource.CURRENT_PRINCIPAL` (``ctx.principal``). A token is never
@@ -35,7 +36,7 @@ import contextlib
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
@@ -48,7 +49,16 @@ from millimcp.errors import HeaderMismatch, SessionNotFound
 from millimcp.protocol import MODERN_VERSIONS, encode_error
 from millimcp.protocol.headers import decode_header_value
 
-__all__ = ["Answer", "AuthCore", "Fields", "Known", "ScopesFor"]
+__all__ = [
+    "Answer",
+    "AuthCore",
+    "BodyReader",
+    "Fields",
+    "Known",
+    "Opening",
+    "ScopesFor",
+    "Verdict",
+]
 
 Fields = dict[bytes, bytes]
 """A request's headers: lower-case names to values (the last of a repeated name wins)."""
@@ -74,6 +84,18 @@ class Known(NamedTuple):
     allowed: bool
     """Whether the principal holds every required scope."""
 
+
+class Opening(NamedTuple):
+    """An admitted request whose response may open a handshake session: the front calls
+    :meth:`AuthCore.record` with the response's headers."""
+
+    principal: Principal
+
+
+Verdict = Answer | Known | Opening
+"""What the core says of a request: refuse it (the answer), or serve it for a principal."""
+BodyReader = Callable[[], Awaitable[bytes | None]]
+"""Reads a request's whole body for the core (None: it cannot be read as JSON)."""
 
 _MAX_SESSIONS: Final = 100_000
 _MEMO_SIZE: Final = 1024
@@ -174,6 +196,54 @@ class AuthCore:
 
     # -- 1. the token --------------------------------------------------------------------
 
+    def judge(
+        self,
+        authorization: bytes | None,
+        method: str,
+        fields: Fields,
+        known: Known | None = None,
+    ) -> Verdict | None:
+        """The verdict on a request whose headers name what it needs, by a token seen lately
+        (or ``known``): no await, the hot path. None: :meth:`settle` it (the token is new, or
+        the body names the operation: every POST of the handshake era, ``completion/complete``).
+
+        On 2026-07-28 ``Mcp-Method``/``Mcp-Name`` name the operation: the endpoint refuses a
+        body that disagrees with them. A handshake-era endpoint does not compare them, so
+        there (and for a POST without them) the body decides."""
+        if known is None:
+            known = self._memo.get(authorization)
+            if known is None or known.until <= self._now():
+                return None
+        if self.scopes_for is None or method != "POST":
+            return self.check(known, self.required, method, fields)
+        method_header = fields.get(b"mcp-method")
+        if (
+            method_header is None
+            or _SESSION in fields
+            or fields.get(b"mcp-protocol-version") not in _MODERN
+            or method_header.strip(b" \t") == _COMPLETE  # its ref is in the body only
+        ):
+            return None
+        key = (method_header, fields.get(b"mcp-name"))
+        needed = self._needed.get(key)
+        if needed is None:
+            needed = self._needed_for(key)
+        return self.check(known, needed, method, fields)
+
+    async def settle(
+        self, authorization: bytes | None, method: str, fields: Fields, body: BodyReader
+    ) -> Verdict:
+        """The verdict on any request: the token verified (or remembered), the body read
+        when the headers do not name the operation."""
+        known = await self.authenticate(authorization)
+        if type(known) is Answer:
+            return known
+        assert type(known) is Known
+        verdict = self.judge(authorization, method, fields, known)
+        if verdict is not None:
+            return verdict
+        return self.check(known, self.body_scopes(await body()), method, fields)
+
     async def authenticate(self, authorization: bytes | None) -> Known | Answer:
         """The principal of an ``Authorization`` value, or the 401 to send."""
         known = self._memo.get(authorization)
@@ -200,25 +270,6 @@ class AuthCore:
         return known
 
     # -- 2. the scopes an operation needs ------------------------------------------------
-
-    def header_scopes(self, method: str, fields: Fields) -> list[str] | None:
-        """The scopes a request needs when its headers say (every request but a POST, and a
-        2026-07-28 POST outside a session that names its operation); None: the body says."""
-        if self.scopes_for is None or method != "POST":
-            return self.required
-        method_header = fields.get(b"mcp-method")
-        if (
-            method_header is None
-            or _SESSION in fields
-            or fields.get(b"mcp-protocol-version") not in _MODERN
-            or method_header.strip(b" \t") == _COMPLETE  # its ref is in the body only
-        ):
-            return None
-        # 2026-07-28: the endpoint refuses a body that disagrees with these headers. (A
-        # handshake-era endpoint does not compare them: there the body decides.)
-        key = (method_header, fields.get(b"mcp-name"))
-        named = self._needed.get(key)
-        return named if named is not None else self._needed_for(key)
 
     def body_scopes(self, body: bytes | None) -> list[str]:
         """The scopes the operation in a request's ``body`` needs; None (or a body the core
@@ -271,8 +322,8 @@ class AuthCore:
 
     # -- 3. the verdict ------------------------------------------------------------------
 
-    def check(self, known: Known, needed: list[str], method: str, fields: Fields) -> Answer | None:
-        """The refusal of a request by ``known`` that needs ``needed``; None: serve it."""
+    def check(self, known: Known, needed: list[str], method: str, fields: Fields) -> Verdict:
+        """The verdict on a request by ``known`` that needs ``needed``."""
         allowed = (
             known.allowed if needed is self.required else known.principal.scopes.issuperset(needed)
         )
@@ -285,15 +336,11 @@ class AuthCore:
                 return Answer(404, _JSON, encode_error(None, SessionNotFound("session not found")))
             if method == "DELETE":
                 self._owners.pop(session_id, None)
-        return None
-
-    @staticmethod
-    def opens_session(fields: Fields) -> bool:
-        """Whether the response to a request may open a handshake session (to record)."""
-        if _SESSION in fields:
-            return False
+            return known
         method_header = fields.get(b"mcp-method")
-        return method_header is None or method_header == b"initialize"
+        if method_header is None or method_header == b"initialize":
+            return Opening(known.principal)  # its response may open a session
+        return known
 
     def record(self, headers: Sequence[tuple[bytes, bytes]], principal: Principal) -> None:
         """Bind the session a response's headers open (``Mcp-Session-Id``) to ``principal``."""

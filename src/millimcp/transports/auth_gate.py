@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from millimcp.auth.resource import CURRENT_PRINCIPAL, Principal, ProtectedResource
-from millimcp.transports.auth_core import Answer, AuthCore, ScopesFor
+from millimcp.transports.auth_core import Answer, AuthCore, Opening, ScopesFor
 from millimcp.transports.http import StreamableHTTPApp
 
 __all__ = ["AuthGate"]
@@ -83,21 +83,18 @@ class AuthGate:
                 return
         core = self.core
         headers = dict(scope["headers"])
-        known = await core.authenticate(headers.get(b"authorization"))
-        if type(known) is Answer:
-            await _respond(send, known)
-            return
+        authorization = headers.get(b"authorization")
         method = scope["method"]
-        needed = core.header_scopes(method, headers)
-        if needed is None:
-            receive, body = await _peek_body(receive, core.max_body_bytes)
-            needed = core.body_scopes(body)
-        refusal = core.check(known, needed, method, headers)  # type: ignore[arg-type]
-        if refusal is not None:
-            await _respond(send, refusal)
+        verdict = core.judge(authorization, method, headers)
+        if verdict is None:
+            body = _Body(receive, core.max_body_bytes)
+            verdict = await core.settle(authorization, method, headers, body.read)
+            receive = body.receive
+        if type(verdict) is Answer:
+            await _respond(send, verdict)
             return
-        principal: Principal = known.principal  # type: ignore[union-attr]
-        if core.opens_session(headers):
+        principal: Principal = verdict.principal  # type: ignore[union-attr]
+        if type(verdict) is Opening:
             send = _recording(send, core, principal)
         reset = CURRENT_PRINCIPAL.set(principal)
         try:
@@ -109,34 +106,43 @@ class AuthGate:
             CURRENT_PRINCIPAL.reset(reset)
 
 
-async def _peek_body(receive: Any, limit: int) -> tuple[Any, bytes | None]:
-    """Read the body (up to ``limit`` bytes: None past it, or when the client left) and a
-    ``receive`` that hands it on unchanged."""
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    left = False
-    while more:
-        message = await receive()
-        if message["type"] != "http.request":
-            chunks = []
-            left = True
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        chunks.append(chunk)
-        more = message.get("more_body", False) and size <= limit
-    body = b"".join(chunks)
-    replayed = False
+class _Body:
+    """The request's body read for the core, once, up to ``limit`` bytes; :attr:`receive`
+    then hands it on unchanged (or is the request's own when the body was not read)."""
 
-    async def replay() -> Any:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": more}
-        return await receive()
+    def __init__(self, receive: Any, limit: int) -> None:
+        self.receive = receive
+        self._limit = limit
 
-    return replay, None if left or size > limit else body
+    async def read(self) -> bytes | None:
+        """The body; None past the limit, or when the client left."""
+        receive = self.receive
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        left = False
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                chunks = []
+                left = True
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            more = message.get("more_body", False) and size <= self._limit
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": more}
+            return await receive()
+
+        self.receive = replay
+        return None if left or size > self._limit else body
 
 
 def _recording(send: Any, core: AuthCore, principal: Principal) -> Any:

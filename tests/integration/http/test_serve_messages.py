@@ -93,21 +93,13 @@ def test_a_port_in_use_is_one_line_and_status_2() -> None:
 
 
 PROTECTED = "tests.servers.task_server:server"
-"""A server behind the auth gate with ``MILLIMCP_TEST_TASK_AUTH=1`` (an ASGI wrapper)."""
-
-
-def test_the_native_front_refuses_an_app_it_cannot_serve_in_one_line() -> None:
-    done = run_serve(PROTECTED, "--http", "native", MILLIMCP_TEST_TASK_AUTH="1")
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == (
-        "millimcp: the native front serves a millimcp endpoint app (server.asgi()), not "
-        "AuthGate: serve that with an ASGI server (--http uvicorn)"
-    )
+"""A server behind the auth gate with ``MILLIMCP_TEST_TASK_AUTH=1``."""
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_without_http_a_protected_server_is_served_by_uvicorn(workers: str) -> None:
-    """The default front is native only for what it can serve; the gate answers 401."""
+def test_without_http_a_protected_server_is_served_natively(workers: str) -> None:
+    """The native front serves a protected endpoint too (its auth rules without the ASGI
+    gate): it answers 401 to a request without a token, before the endpoint sees it."""
     port = free_port()
     env = {**os.environ, **PYTHON_ENV, "MILLIMCP_TEST_TASK_AUTH": "1"}
     env.pop("MILLIMCP_HTTP_FRONT", None)
@@ -125,6 +117,7 @@ def test_without_http_a_protected_server_is_served_by_uvicorn(workers: str) -> N
         with refused.value:  # its response, and the socket under it
             assert refused.value.code == 401
             assert "resource_metadata=" in refused.value.headers["www-authenticate"]
+            assert refused.value.headers["server"] is None  # uvicorn names itself; native not
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()

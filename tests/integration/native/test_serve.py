@@ -46,4 +46,4 @@ async def test_serve_native_until_sigterm_with_the_metrics_route() -> None:
 
 def test_the_native_front_needs_the_endpoint_app() -> None:
     with pytest.raises(ConfigurationError, match="millimcp endpoint app"):
-        NativeServer(object())  # type: ignore[arg-type]
+        NativeServer(object())

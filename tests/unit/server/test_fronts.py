@@ -97,3 +97,37 @@ def test_a_compat_server_runs_its_endpoint_app_unless_a_custom_route_needs_starl
         raise AssertionError("not called")
 
     assert front_for(routed._served_app(), None) == "uvicorn"  # a Starlette app
+
+
+def test_a_protected_server_is_served_natively(monkeypatch: pytest.MonkeyPatch) -> None:
+    from millimcp.auth import Principal, ProtectedResource, StaticTokens
+    from millimcp.transports.native.server import endpoint_of
+
+    monkeypatch.delenv(FRONT_ENV, raising=False)
+    protected = Server(
+        "p",
+        auth=ProtectedResource(
+            resource="http://127.0.0.1/mcp",
+            authorization_servers=["http://127.0.0.1/as"],
+            verifier=StaticTokens({"t": Principal("alice")}),
+        ),
+    )
+    gate = protected.asgi()
+    assert not isinstance(gate, StreamableHTTPApp)  # the ASGI gate, for ASGI servers
+    assert front_for(gate, None) == "native"
+    served = endpoint_of(gate)
+    assert served is not None
+    assert served[0] is gate.app
+    assert served[1] is gate.core
+    assert endpoint_of(foreign_app) is None
+
+
+def test_the_native_front_refuses_an_app_it_cannot_serve_in_one_line() -> None:
+    from millimcp.server.serve import run_app
+
+    with pytest.raises(ConfigurationError) as refused:
+        run_app(foreign_app, http="native", port=1)
+    assert str(refused.value) == (
+        "the native front serves a millimcp endpoint app (server.asgi()), not function: "
+        "serve that with an ASGI server (--http uvicorn)"
+    )

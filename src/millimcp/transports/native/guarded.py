@@ -19,7 +19,7 @@ from functools import partial
 from typing import Final
 
 from millimcp.auth.resource import CURRENT_PRINCIPAL
-from millimcp.transports.auth_core import Answer, AuthCore
+from millimcp.transports.auth_core import Answer, AuthCore, Opening
 from millimcp.transports.http import StreamableHTTPApp
 from millimcp.transports.native.connection import HttpConnection, Request, _has_body
 from millimcp.transports.native.front import _FRAMED, _OTHER, _POST, NativeFront
@@ -63,20 +63,15 @@ class GuardedFront(NativeFront):
         core = self.auth
         fields = request.fields
         method = request.method
-        close = not request.keep_alive or self.draining
-        known = await core.authenticate(fields.get(b"authorization"))
-        if type(known) is Answer:
-            conn.write(answer_bytes(known, close=close))
+        authorization = fields.get(b"authorization")
+        verdict = core.judge(authorization, method, fields)
+        if verdict is None:
+            verdict = await core.settle(authorization, method, fields, partial(_body, request))
+        if type(verdict) is Answer:
+            conn.write(answer_bytes(verdict, close=not request.keep_alive or self.draining))
             return
-        needed = core.header_scopes(method, fields)
-        if needed is None:
-            needed = core.body_scopes(_readable_body(request))
-        refusal = core.check(known, needed, method, fields)  # type: ignore[arg-type]
-        if refusal is not None:
-            conn.write(answer_bytes(refusal, close=close))
-            return
-        principal = known.principal  # type: ignore[union-attr]
-        if core.opens_session(fields):
+        principal = verdict.principal  # type: ignore[union-attr]
+        if type(verdict) is Opening:
             request.owner = partial(core.record, principal=principal)
         reset = CURRENT_PRINCIPAL.set(principal)
         try:
@@ -85,7 +80,7 @@ class GuardedFront(NativeFront):
             CURRENT_PRINCIPAL.reset(reset)
 
 
-def _readable_body(request: Request) -> bytes | None:
+async def _body(request: Request) -> bytes | None:
     """The body of a plain JSON POST as it came (None when framed or content-encoded: the
     core cannot read the operation from it)."""
     if request.kind != _POST:

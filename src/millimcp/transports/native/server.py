@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NativeServer",
     "endpoint_of",
+    "make_front",
     "run_native",
     "run_one",
     "serve_native",
@@ -96,13 +97,7 @@ class NativeServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        front: NativeFront
-        if self.auth is not None:
-            from millimcp.transports.native.guarded import GuardedFront
-
-            front = GuardedFront(self.app, loop, self.auth)
-        else:
-            front = NativeFront(self.app, loop)
+        front = make_front(self.app, self.auth, loop)
         self.front = front
         if self.sock is not None:
             self._server = await loop.create_server(
@@ -183,6 +178,17 @@ def endpoint_of(app: Any) -> tuple[StreamableHTTPApp, AuthCore | None] | None:
         if isinstance(app, AuthGate) and isinstance(core, AuthCore):
             return app.app, core
     return None
+
+
+def make_front(
+    app: StreamableHTTPApp, auth: AuthCore | None, loop: asyncio.AbstractEventLoop
+) -> NativeFront:
+    """The front of one listener: guarded by ``auth`` when the endpoint is protected."""
+    if auth is None:
+        return NativeFront(app, loop)
+    from millimcp.transports.native.guarded import GuardedFront
+
+    return GuardedFront(app, loop, auth)
 
 
 def _require_endpoint(app: Any) -> tuple[StreamableHTTPApp, AuthCore | None]:
@@ -324,7 +330,9 @@ def run_native(
                 os._exit(code)
         return ForkedWorker(pid)
 
-    supervisor = Supervisor(spawn, workers, grace_s=endpoint.config.graceful_timeout_s, banner=banner)
+    supervisor = Supervisor(
+        spawn, workers, grace_s=endpoint.config.graceful_timeout_s, banner=banner
+    )
     try:
         return supervisor.run()
     finally:
