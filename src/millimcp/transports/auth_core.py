@@ -157,6 +157,8 @@ class AuthCore:
         entries expire with the digest cache's, so the promise stays (a token is verified
         again after ``cache_ttl_s``, and never past its ``exp``); a different value is a
         different key (compared in full, not by a hash)."""
+        self._last: tuple[bytes | None, Known | None] = (b"", None)
+        """The last memo entry :meth:`judge` used, and its key (one client's token, again)."""
         self.scopes_for = scopes_for
         self.any_scopes = any_scopes
         self._needed: dict[tuple[bytes, bytes | None], list[str]] = {}
@@ -211,7 +213,13 @@ class AuthCore:
         body that disagrees with them. A handshake-era endpoint does not compare them, so
         there (and for a POST without them) the body decides."""
         if known is None:
-            known = self._memo.get(authorization)
+            last = self._last
+            if authorization == last[0]:  # a compare: cheaper than hashing a long token
+                known = last[1]
+            else:
+                known = self._memo.get(authorization)
+                if known is not None:
+                    self._last = (authorization, known)
             if known is None or known.until <= self._now():
                 return None
         if self.scopes_for is None or method != "POST":
