@@ -37,6 +37,9 @@ REQUIREMENTS: dict[str, str] = {
     "progress": "a request with a progressToken gets notifications/progress before its result",
     "logging": "notifications/message at the level the client asked for (2025-11-25: the "
     "session's, info by default; 2026-07-28: per request, none unless _meta asks)",
+    "the_client_asks_for_a_log_level": "the client's level reaches the server: "
+    "io.modelcontextprotocol/logLevel in each request's _meta (2026-07-28), "
+    "logging/setLevel (2025-11-25)",
     "elicitation": "a server asks the user through the client (2026-07-28: MRTR, "
     "input_required then a retry; 2025-11-25: elicitation/create on the request's stream)",
     "sampling": "a server asks the client's model (sampling/createMessage)",
@@ -132,6 +135,24 @@ async def test_logging(peer: Client, caplog: pytest.LogCaptureFixture) -> None:
         assert logged == ["hello from the server"]
     else:
         assert logged == []  # the request's _meta asked for no log level
+
+
+async def test_the_client_asks_for_a_log_level(
+    peer: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``set_log_level``: the modern ``_meta`` carries it, a handshake session is told by
+    ``logging/setLevel``; a level above the message's keeps it from being sent at all."""
+
+    def logged() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "millimcp.client.server"]
+
+    with caplog.at_level(logging.DEBUG, logger="millimcp.client.server"):
+        await peer.set_log_level("warning")
+        assert (await peer.call_tool("chatty")).text == "logged"
+        assert logged() == []
+        await peer.set_log_level("debug")
+        assert (await peer.call_tool("chatty")).text == "logged"
+        assert logged() == ["hello from the server"]
 
 
 async def test_elicitation(peer: Client) -> None:

@@ -41,6 +41,7 @@ from millimcp.protocol.types import (
     CreateTaskResult,
     GetPromptResult,
     Implementation,
+    LoggingLevel,
     Prompt,
     PromptMessage,
     ReadResourceResult,
@@ -65,6 +66,7 @@ _CALL_OR_TASK: Final[ReplyDecoder[CallToolResult]] = ReplyDecoder(
 _READ: Final[ReplyDecoder[ReadResourceResult]] = reply_decoder("resources/read")
 _PROMPT: Final[ReplyDecoder[GetPromptResult]] = reply_decoder("prompts/get")
 _COMPLETE: Final[ReplyDecoder[CompleteResult]] = reply_decoder("completion/complete")
+_EMPTY: Final[ReplyDecoder[Any]] = reply_decoder("logging/setLevel")
 
 
 class Client:
@@ -86,6 +88,7 @@ class Client:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         shared_memory: bool | Literal["auto"] = False,
+        log_level: LoggingLevel | None = None,
     ) -> None:
         if isinstance(client_info, tuple):
             client_info = Implementation(name=client_info[0], version=client_info[1])
@@ -102,6 +105,7 @@ class Client:
             tensors=tensors,
             tensor_type=tensor_type,
             shared_memory=bool(shared_memory),
+            log_level=log_level,
         )
         self._pipeline = self._core.pipeline
         self._catalog = self._core.catalog
@@ -134,6 +138,7 @@ class Client:
         http: HttpKind | None = None,
         auth: AuthConfig | None = None,
         shared_memory: bool | Literal["auto"] = False,
+        log_level: LoggingLevel | None = None,
     ) -> Client:
         """A client of the Streamable HTTP endpoint at ``url`` (not connected yet).
 
@@ -158,6 +163,12 @@ class Client:
         ``max_attachment_bytes`` caps a raw reply (256 MiB). ``shared_memory="auto"``: when the
         server runs on this host (it opens a probe segment this client makes), tensors travel
         through ``/dev/shm`` segments instead of the socket; anywhere else, raw bytes as usual.
+
+        ``log_level`` (``"debug"`` ... ``"emergency"``): ask the server for its log messages
+        (``notifications/message``) at that level and above; they go to the
+        ``millimcp.client.server`` logger. None (the default) asks for none on 2026-07-28,
+        and leaves a handshake session at the server's default. :meth:`set_log_level`
+        changes it.
         """
         from millimcp.client.http_reply import (
             DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -197,6 +208,7 @@ class Client:
             tensors=tensors,
             tensor_type=tensor_type,
             shared_memory=shared_memory,
+            log_level=log_level,
         )
 
     @classmethod
@@ -216,8 +228,8 @@ class Client:
         ``env`` is added to a short list of safe variables of this process (``PATH``,
         ``HOME``...: ``millimcp.client.stdio_process.default_environment``); ``era`` and
         ``options`` are those of :meth:`over_http` (``limits``, ``timeout``, ``retry``, the
-        handlers, ``client_info``, ``tensors``, ``tensor_type``; tensors go as base64 over
-        stdio).
+        handlers, ``client_info``, ``tensors``, ``tensor_type``, ``log_level``; tensors go as
+        base64 over stdio).
         """
         from millimcp.client.stdio_link import StdioLink
 
@@ -512,6 +524,15 @@ class Client:
         )
         assert isinstance(result, CompleteResult)
         return result.completion
+
+    async def set_log_level(self, level: LoggingLevel | None) -> None:
+        """Ask for the server's log messages at ``level`` and above from now on (None: stop
+        asking, on 2026-07-28). In the handshake era this sends ``logging/setLevel`` (when
+        the server declares logging), which sets the session's level."""
+        self._core.envelope.set_log_level(level)
+        capabilities = self.server_capabilities
+        if level is not None and self.era == "handshake" and capabilities.logging is not None:
+            await self._pipeline.call("logging/setLevel", {"level": level}, _EMPTY)
 
     # -- notifications --------------------------------------------------------------------
 

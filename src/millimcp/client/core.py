@@ -41,7 +41,7 @@ from millimcp.client.tensors import ClientTensors, TensorType
 from millimcp.client.tensors import available as tensors_available
 from millimcp.errors import ConfigurationError
 from millimcp.protocol import Message
-from millimcp.protocol.types import Implementation, ServerCapabilities
+from millimcp.protocol.types import Implementation, LoggingLevel, ServerCapabilities
 from millimcp.resilience.policy import Limits, Retry, Timeout
 
 __all__ = ["MAX_ROUNDS", "Core", "OnProgress", "traceparent"]
@@ -71,6 +71,7 @@ class Core:
         tensors: bool = True,
         tensor_type: TensorType | None = None,
         shared_memory: bool = False,
+        log_level: LoggingLevel | None = None,
     ) -> None:
         if era not in _ERAS:
             raise ConfigurationError(f"era must be 'auto', 'modern' or 'handshake', not {era!r}")
@@ -96,6 +97,7 @@ class Core:
             http=self.http,
             capabilities=msgspec.to_builtins(capabilities),
             client_info=msgspec.to_builtins(client_info),
+            log_level=log_level,
         )
         self.inbound = Inbound(link, self.envelope, handlers)
         self.negotiation = Negotiation(

@@ -22,7 +22,9 @@ from millimcp.protocol.eras import Era
 from millimcp.protocol.types import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
+    META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
+    LoggingLevel,
 )
 from millimcp.protocol.types import TASKS_EXTENSION as TASKS
 
@@ -89,7 +91,8 @@ class Envelope:
 
     ``capabilities`` and ``client_info`` are the builtins of the client's own declaration
     (sent in every modern ``_meta`` and in ``initialize``); ``http`` says whether requests
-    carry MCP headers at all.
+    carry MCP headers at all; ``log_level``: the ``notifications/message`` level the client
+    asks for (every modern ``_meta``; ``logging/setLevel`` after a handshake).
     """
 
     __slots__ = (
@@ -100,12 +103,21 @@ class Envelope:
         "generation",
         "head",
         "http",
+        "log_level",
         "task_head",
         "version",
     )
 
-    def __init__(self, *, http: bool, capabilities: Any, client_info: Any) -> None:
+    def __init__(
+        self,
+        *,
+        http: bool,
+        capabilities: Any,
+        client_info: Any,
+        log_level: LoggingLevel | None = None,
+    ) -> None:
         self.http = http
+        self.log_level = log_level
         self.capabilities = capabilities
         self.client_info = client_info
         self.era: Era | None = None
@@ -128,17 +140,30 @@ class Envelope:
         """Send the modern era's ``_meta`` and headers, at ``version``, from now on."""
         self.era = "modern"
         self.version = version
-        meta = {
-            META_PROTOCOL_VERSION: version,
+        self._render()
+        self._switched()
+
+    def set_log_level(self, level: LoggingLevel | None) -> None:
+        """Ask for ``notifications/message`` at ``level`` (None: none) in the modern
+        ``_meta`` from now on (the handshake era's ``logging/setLevel`` is the caller's)."""
+        self.log_level = level
+        if self.era == "modern":
+            self._render()
+
+    def _render(self) -> None:
+        """The modern ``_meta`` heads for the version and the log level in use."""
+        meta: dict[str, Any] = {
+            META_PROTOCOL_VERSION: self.version,
             META_CLIENT_CAPABILITIES: self.capabilities,
             META_CLIENT_INFO: self.client_info,
         }
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
         self.head = encode(meta)[:-1] + b',"traceparent":"'
         capabilities = dict(self.capabilities or {})
         capabilities["extensions"] = {**(capabilities.get("extensions") or {}), TASKS: {}}
         meta[META_CLIENT_CAPABILITIES] = capabilities
         self.task_head = encode(meta)[:-1] + b',"traceparent":"'
-        self._switched()
 
     def use_handshake(self, version: str | None) -> None:
         """Send the handshake era's requests (``version`` None until ``initialize`` chose)."""

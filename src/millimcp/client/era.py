@@ -271,6 +271,9 @@ class Negotiation:
             encode_notification("notifications/initialized"),
             headers=envelope.headers_for("", None),
         )
+        if envelope.log_level is not None and result.capabilities.logging is not None:
+            level = {"level": envelope.log_level}  # a handshake session's level is its own
+            await requester.send_once("logging/setLevel", level, trace_bytes())
         self._remember("handshake")
         inbound = self.inbound
         if envelope.http and (inbound.pumping or self.answers_requests):

@@ -6,7 +6,7 @@ from typing import TypedDict
 
 from millimcp.client.handlers import ElicitationHandler, RootsSource, SamplingHandler
 from millimcp.client.tensors import TensorType
-from millimcp.protocol.types import Implementation
+from millimcp.protocol.types import Implementation, LoggingLevel
 from millimcp.resilience.policy import Limits, Retry, Timeout
 
 __all__ = ["ClientOptions"]
@@ -25,3 +25,4 @@ class ClientOptions(TypedDict, total=False):
     client_info: tuple[str, str] | Implementation
     tensors: bool
     tensor_type: TensorType | None
+    log_level: LoggingLevel | None

@@ -202,6 +202,25 @@ async def test_server_log_messages_go_to_the_client_server_logger(
     ]
 
 
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+async def test_a_log_level_given_to_the_client_is_asked_for(
+    caplog: pytest.LogCaptureFixture, era: Era
+) -> None:
+    server = Server("chatty")
+
+    @server.tool()
+    async def chat(ctx: Context) -> str:
+        await ctx.debug("details")
+        await ctx.info("news")
+        return "said"
+
+    with caplog.at_level(logging.DEBUG, logger="millimcp.client.server"):
+        async with connect(server, era=era, log_level="debug") as client:
+            assert (await client.call_tool("chat")).text == "said"
+    records = [r.getMessage() for r in caplog.records if r.name == "millimcp.client.server"]
+    assert records == ["details", "news"]
+
+
 async def test_x_mcp_header_is_mirrored(core_server: Server, era: Era) -> None:
     async with connect(core_server, era=era) as client:
         await client.list_tools()
