@@ -193,3 +193,50 @@ async def test_a_compressed_body_needs_every_scope(serve: Any) -> None:
     writer = {**headers, "authorization": "Bearer writer-token"}
     status, _, _ = await asyncio.to_thread(_urlopen, url, listing, writer)
     assert status != 403
+
+
+async def test_a_framed_body_needs_every_scope(serve: Any) -> None:
+    """A body with a binary attachment is not read for its operation either."""
+    from millimcp.codec import ATTACHMENT_MEDIA_TYPE
+    from millimcp.codec.attachment import frame
+
+    url = await serve(protected_server(TOKENS).asgi()) + "/mcp"
+    listing = b"".join(frame(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}', [b"\0" * 8]))
+    headers = {**HANDSHAKE, "content-type": ATTACHMENT_MEDIA_TYPE}
+    status, answer, _ = await asyncio.to_thread(
+        _urlopen, url, listing, {**headers, "authorization": "Bearer reader-token"}
+    )
+    assert status == 403
+    assert parse_bearer(answer["www-authenticate"]).scope == "orders:read orders:write"  # type: ignore[union-attr]
+
+
+async def test_other_paths_and_methods_of_a_protected_server(serve: Any) -> None:
+    """The metadata document answers GET, HEAD and OPTIONS only; a path that is not MCP (the
+    health check a load balancer probes) needs no token."""
+    from millimcp import Server
+    from millimcp.auth import ProtectedResource
+    from millimcp.transports.http import HttpConfig
+
+    server = Server(
+        "probed",
+        auth=ProtectedResource(
+            resource="http://127.0.0.1/mcp",
+            authorization_servers=["http://127.0.0.1/as"],
+            verifier=TOKENS,
+        ),
+    )
+    url = await serve(server.asgi(http=HttpConfig(health_path="/healthz")))
+    port = int(url.rsplit(":", 1)[1])
+    metadata = "/.well-known/oauth-protected-resource/mcp"
+    answers = await asyncio.to_thread(
+        _pipelined,
+        port,
+        [
+            _request("POST", metadata, {"content-type": "application/json"}),
+            _request("HEAD", metadata, {}),
+            _request("GET", "/healthz", {}),
+        ],
+    )
+    assert [status for status, _, _ in answers] == [405, 200, 200]
+    assert answers[0][1]["allow"] == "GET, OPTIONS"
+    assert answers[1][2] == b""
