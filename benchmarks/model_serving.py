@@ -129,6 +129,15 @@ def batcher_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         return float(stats.get("mean_queue_wait_ms", 0.0)) * requests(sizes)
 
     served = requests(new) - requests(old)
+
+    def run_and_rows(stats: dict[str, Any]) -> tuple[float, float]:
+        """(ms the model ran, rows run) over all batches so far."""
+        runs = sum(int(count) for count in stats.get("batches", {}).values())
+        rows = float(stats.get("mean_rows", 0.0)) * runs
+        return float(stats.get("per_row_ms", 0.0)) * rows, rows
+
+    (ran_before, rows_before), (ran_after, rows_after) = run_and_rows(before), run_and_rows(after)
+    rows = rows_after - rows_before
     return {
         "batches": dict(sorted(batches.items())),
         "waits": after.get("waits", 0) - before.get("waits", 0),
@@ -137,6 +146,8 @@ def batcher_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         "limit": after.get("limit"),
         "return_ms": after.get("return_ms"),
         "all_back_ms": after.get("all_back_ms"),
+        "run_ms_per_row": round((ran_after - ran_before) / rows, 3) if rows else 0.0,
+        "cost_ms": after.get("cost_ms"),
     }
 
 

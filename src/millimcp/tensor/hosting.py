@@ -40,13 +40,14 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Final
 
 from millimcp.errors import ConfigurationError, ToolError
 from millimcp.tensor._imports import kind_of, load_torch
-from millimcp.tensor.batching import Batching, DynamicBatcher
+from millimcp.tensor.batching import Batching, DynamicBatcher, Ran
 from millimcp.tensor.wire import pack, unpack
 
 __all__ = ["Model", "resolve_device"]
@@ -220,10 +221,12 @@ def _forward(module: Any, device: str | None, batch: Any, keep_on_device: bool =
 
 def _forward_split(
     module: Any, device: str | None, items: list[Any], keep_on_device: bool = False
-) -> list[Any]:
-    """On the inference thread: join, run, bring back to the host, split per caller."""
+) -> Ran[Any]:
+    """On the inference thread: join, run, bring back to the host, split per caller; timed
+    there (the batcher learns the model's cost, not the event loop's delays)."""
+    started = time.perf_counter()
     output = _forward(module, device, _concat(items), keep_on_device)
-    return _split(output, [_rows(item) for item in items])
+    return Ran(_split(output, [_rows(item) for item in items]), time.perf_counter() - started)
 
 
 def _to_host(output: Any, copied: set[Any]) -> Any:

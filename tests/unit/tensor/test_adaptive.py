@@ -246,7 +246,7 @@ def measured(table: dict[int, float]) -> Callable[[int], float]:
 def test_the_limit_looks_past_sizes_that_cost_more_per_row() -> None:
     """A step that does not pay is not the end when the cost curve is jagged (one row takes a
     matrix-vector path, a few rows a matrix-matrix one that only pays from 4): the limit
-    looks up to twice its size (at least 3 rows) before it settles. Stopping at the first
+    looks up to four times its size (at least 3 rows) before it settles. Stopping at the first
     step that did not pay left the CNN at 1 row, where 16 cost less than half as much per row."""
     cost = measured(MEASURED_CNN)
     for callers, least in ((8, 6), (32, 12)):
@@ -254,6 +254,38 @@ def test_the_limit_looks_past_sizes_that_cost_more_per_row() -> None:
         run = simulate(policy, cost, callers=callers, batches=1000, think=back_after(0.002))
         assert policy.limit >= least, (callers, policy)
         assert run.settled(300) > 1.6 / cost(1), callers  # rows/s at 1 row a batch
+
+
+CNN_PLATEAU = {
+    1: 1.93,
+    2: 2.41,
+    4: 4.81,
+    6: 5.95,
+    8: 8.31,
+    10: 10.58,
+    12: 12.05,
+    16: 14.21,
+    20: 15.62,
+    24: 18.41,
+    32: 36.73,
+}
+"""The example CNN again (medians of 7 rounds of the least of 3-40 forward passes, one torch
+thread, load average 0.5): about 1 ms a row from 6 to 12 rows, 0.78 ms at 20-24, 1.15 ms at
+32."""
+
+
+def test_the_limit_looks_past_a_plateau_of_per_row_cost() -> None:
+    """From 6 rows, where it last paid, the CNN's per-row cost does not fall again before 16
+    rows, and falls by a fifth only at 20-24. Looking up to twice the last size that paid
+    settled on 6 (the plateau's start, 1.0 ms a row); looking up to four times reaches 22."""
+    cost = measured(CNN_PLATEAU)
+    for back in (0.002, 0.008):
+        policy = AdaptivePolicy(32)
+        run = simulate(policy, cost, callers=32, batches=1500, think=back_after(back))
+        assert 20 <= policy.limit <= 27, (back, policy)
+        assert run.settled(300) > 1.1 * 6 / cost(6), back  # rows/s at the plateau's start
+        eager = simulate(Eager(32), cost, callers=32, batches=1500, think=back_after(back))
+        assert run.settled(300) >= 0.97 * eager.settled(300), back
 
 
 def test_no_waiting_for_part_of_a_group_that_makes_the_next_batch_anyway() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 
 from millimcp.errors import ConfigurationError, Overloaded, ToolError
 from millimcp.tensor import Batching, DynamicBatcher, Model, resolve_device
+from millimcp.tensor.batching import Ran
 
 
 class Gate:
@@ -132,6 +134,28 @@ def test_bad_settings_are_refused() -> None:
         Batching(latency_objective_ms=0)
 
 
+async def test_the_policy_learns_the_run_time_that_run_reports() -> None:
+    """A run that reports its own time (:class:`Ran`) is costed at that time, not at what the
+    batcher's clock saw; a plain list, at the batcher's clock."""
+
+    async def timed(items: list[int]) -> list[int]:
+        await asyncio.sleep(0.03)
+        return Ran([item * 10 for item in items], 0.002)
+
+    async def plain(items: list[int]) -> list[int]:
+        await asyncio.sleep(0.03)
+        return [item * 10 for item in items]
+
+    for run, low, high in ((timed, 0.002, 0.002), (plain, 0.03, 10.0)):
+        batcher: DynamicBatcher[int, int] = DynamicBatcher(run, Batching(max_batch_size=8))
+        assert await batcher.submit(4) == 40
+        assert batcher.policy is not None
+        (cost,) = batcher.policy.costs.measured().values()
+        assert low <= cost <= high, run
+        assert low * 1e3 <= batcher.stats()["per_row_ms"] <= high * 1e3
+        await batcher.close()
+
+
 # -- Model: load once, a dedicated thread, inference mode, batches split per caller -----------
 
 BUILDS: list[str] = []
@@ -192,6 +216,33 @@ async def test_numpy_in_numpy_out_and_dict_outputs_split() -> None:
             assert isinstance(result["sum"], np.ndarray)
             np.testing.assert_array_equal(result["sum"], a.sum(axis=1))
             np.testing.assert_array_equal(result["max"], a.max(axis=1))
+
+
+class Slow(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.02)
+        return x + 1
+
+
+def build_slow() -> Slow:
+    return Slow()
+
+
+async def test_the_model_is_costed_on_its_inference_thread() -> None:
+    """A forward pass of 20 ms, and the event loop busy for 150 ms meanwhile: the batcher
+    learns 20 ms (timed on the inference thread), not the 150 ms until the loop saw the end."""
+    model = Model(build_slow, device="cpu", batching=Batching(max_batch_size=8))
+    async with model.lifespan():
+        call = asyncio.create_task(model(torch.ones(1, 2)))
+        await asyncio.sleep(0.005)  # the call is on the inference thread now (run alone)
+        time.sleep(0.15)  # noqa: ASYNC251 (on purpose: the loop is held past the pass)
+        assert torch.equal(await call, torch.full((1, 2), 2.0))
+        batcher = model.batcher
+        assert batcher is not None
+        assert batcher.policy is not None
+        assert batcher.alone == 1
+        cost = batcher.policy.costs.measured()[1]
+        assert 0.02 <= cost < 0.1, cost
 
 
 async def test_without_batching_each_call_is_one_forward_pass() -> None:
