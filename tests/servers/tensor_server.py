@@ -118,6 +118,12 @@ async def page_faults(x: np.ndarray) -> int:
 
 
 @server.tool()
+async def process_faults() -> int:
+    """The minor page faults this server process has taken so far, all threads."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+@server.tool()
 async def where(x: np.ndarray) -> str:
     """ "shm" when x is mapped from a shared-memory segment, else "message"."""
     base = x

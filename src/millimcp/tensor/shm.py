@@ -35,6 +35,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 import time
 from typing import Final
 
@@ -159,18 +160,18 @@ class Segment:
         return segment
 
     def viewed(self) -> bool:
-        """Whether anything made from :attr:`view` (a tensor, a slice) still uses the memory."""
+        """Whether anything made from :attr:`view` (a tensor, a slice) still uses the memory.
+
+        Every buffer of the map (a memoryview of it, and through it each slice, array and
+        tensor) holds a reference to the map: once :attr:`view` is let go, the map is
+        referenced by this segment alone when nothing uses its memory. No system call."""
         try:
             self.view.release()
         except BufferError:
-            return True
-        try:
-            self._map.resize(self.size)  # refused while any buffer of the map is exported
-        except BufferError:
-            return True
-        finally:
-            self.view = memoryview(self._map)
-        return False
+            return True  # something holds a buffer of the view itself
+        used = sys.getrefcount(self._map) > _MAP_HELD_ALONE
+        self.view = memoryview(self._map)
+        return used
 
     def document(self, nbytes: object) -> memoryview:
         """The tensor document a peer said fills ``nbytes`` after the control block."""
@@ -200,6 +201,10 @@ class Segment:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_MAP_HELD_ALONE: Final = 2
+"""``sys.getrefcount`` of a segment's map that only the segment holds (and the call)."""
 
 
 def check_reference(name: str, size: object, max_bytes: int) -> int:
@@ -345,8 +350,8 @@ class SegmentPool:
         self.keep = keep
         self.lent = lent
         """Whether this process hands the segments' memory out (results mapped in place):
-        then a segment is free only once nothing views it (two system calls to know). A
-        pool of argument segments, which only the peer reads, says False."""
+        then a segment is free only once nothing views it (:meth:`Segment.viewed`). A pool
+        of argument segments, which only the peer reads, says False."""
         self.capacity = capacity
         """Bytes of each segment made up front by :meth:`reserve` (0: sized on demand)."""
         self.segments: list[Segment] = []

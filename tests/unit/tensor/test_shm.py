@@ -186,9 +186,53 @@ def test_a_pool_reuses_segments_only_once_nothing_views_them() -> None:
     assert first.name not in shm_segments()
 
 
+def test_a_segment_is_viewed_while_anything_made_from_its_memory_lives() -> None:
+    """Every way to hold the memory keeps the segment viewed (so a pool never refills it
+    under a tensor): an array of a document, a slice of a slice, a memoryview of that, an
+    array of the map itself, a torch tensor, a buffer of the view; each let go, it is not."""
+    torch = pytest.importorskip("torch")
+    segment = Segment.create(1 << 16)
+    try:
+        assert not segment.viewed()
+        assert not segment.viewed()  # asking again changes nothing
+
+        def array() -> object:
+            return np.frombuffer(segment.document(1024), np.float32)
+
+        def slice_of_slice() -> object:
+            return segment.view[64:4096][8:16]
+
+        def memoryview_of_slice() -> object:
+            return memoryview(segment.document(100))
+
+        def array_of_the_map() -> object:
+            return np.frombuffer(segment._map, np.uint8)
+
+        def tensor() -> object:
+            return torch.from_numpy(np.frombuffer(segment.document(64), np.uint8))
+
+        def buffer_of_the_view() -> object:
+            return np.frombuffer(segment.view, np.uint8)
+
+        for make in (
+            array, slice_of_slice, memoryview_of_slice, array_of_the_map, tensor,
+            buffer_of_the_view,
+        ):  # fmt: skip
+            held = make()
+            assert segment.viewed(), make.__name__
+            assert segment.viewed(), make.__name__
+            del held
+            assert not segment.viewed(), make.__name__
+        segment.view[0] = 7  # the view is usable after each check
+        assert segment.view[0] == 7
+    finally:
+        segment.close()
+    assert segment.name not in shm_segments()
+
+
 def test_a_pool_of_argument_segments_goes_by_the_control_byte_alone() -> None:
-    """Only the peer reads an argument segment, so its pool skips the view check (two system
-    calls) and goes by the control byte: filled until given back, free after."""
+    """Only the peer reads an argument segment, so its pool skips the view check and goes by
+    the control byte: filled until given back, free after."""
     from millimcp.tensor.shm import FILLED, FREE, SegmentPool
 
     pool = SegmentPool(keep=1, lent=False)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
 from millimcp.transports.http import HttpConfig
+from millimcp.transports.native.buffers import collect
 from millimcp.transports.native.exchange import NativeExchange
 from millimcp.transports.native.wire import CONTINUE, error_response
 
@@ -65,6 +66,7 @@ class Request:
     """One request as parsed: head, body chunks, and the front's verdict."""
 
     __slots__ = (
+        "body",
         "chunks",
         "complete",
         "expect",
@@ -94,6 +96,10 @@ class Request:
         self.http10 = False
         self.keep_alive = True
         self.chunks: list[bytes] = []
+        self.body: bytearray | None = None
+        """Where a framed request's body is collected as it comes (set by the front's
+        ``judge``): one writable buffer, each chunk copied in and let go at once
+        (:mod:`.buffers`)."""
         self.size = 0
         self.limit = 0
         self.complete = False
@@ -294,7 +300,11 @@ class HttpConnection(asyncio.Protocol):
                 close=True,
             )
             raise _Stop
-        request.chunks.append(body)
+        collected = request.body
+        if collected is not None:
+            collect(collected, request.size, body)
+        else:
+            request.chunks.append(body)
 
     def on_message_complete(self) -> None:
         request = self.parsing

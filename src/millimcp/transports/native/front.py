@@ -27,6 +27,7 @@ from millimcp.errors import FrameTooLarge, RequestRejected
 from millimcp.protocol import McpHeaders
 from millimcp.transports.drain import DRAINING_BODY, HEALTH_DRAINING, HEALTH_OK
 from millimcp.transports.http import StreamableHTTPApp
+from millimcp.transports.native.buffers import settle_allocator
 from millimcp.transports.native.connection import HttpConnection, Request, _has_body
 from millimcp.transports.native.exchange import NativeExchange
 from millimcp.transports.native.wire import error_response, head, plain_response
@@ -65,6 +66,7 @@ class NativeFront:
         self.emptied = asyncio.Event()
         """Set when the last connection closes while draining."""
         self.failures = 0
+        settle_allocator()  # large bodies from the heap: no fresh pages to fault (.buffers)
         self._limit_digits = len(str(self.config.max_body_bytes))
 
     def sweep(self) -> None:
@@ -153,6 +155,7 @@ class NativeFront:
                 )
                 return
             request.kind = _FRAMED
+            request.body = bytearray()
             limit = config.max_attachment_bytes
         else:
             request.kind = _POST
@@ -258,14 +261,11 @@ class NativeFront:
         )
 
     async def _serve_framed(self, conn: HttpConnection, request: Request, close: bool) -> None:
-        body = bytearray(request.size)
-        at = 0
-        for part in request.chunks:
-            body[at : at + len(part)] = part
-            at += len(part)
-        request.chunks = []
+        body, request.body = request.body, None
         try:
-            message, attachment = split(body, self.config.max_body_bytes)
+            message, attachment = split(
+                bytearray() if body is None else body, self.config.max_body_bytes
+            )
         except AttachmentFramingError as exc:
             conn.write(error_response(400, f"Invalid request: {exc}", close=close))
             return
