@@ -43,8 +43,10 @@ async def test_a_4mb_raw_round_trip_takes_the_server_no_fresh_pages(tensor_url: 
             np.testing.assert_array_equal(result.tensors["result"], X)
             del result
         per_call = (await faults(client) - before) / calls
-    # a fresh 4 MB of pages is 1,024 faults; a few are the calls' own small allocations
-    assert per_call < 100, per_call
+    # A fresh 4 MB of pages is 1,024 faults (a request took 2,055 before the fix: body and
+    # chunks). The calls' own allocations take some: 20-130 seen, more with other suites
+    # running beside this one; a quarter of one fresh body is the line.
+    assert per_call < 256, per_call
 
 
 async def test_a_framed_body_sent_in_small_chunked_pieces_arrives_whole(tensor_url: str) -> None:
