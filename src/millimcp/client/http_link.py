@@ -79,16 +79,15 @@ class HttpLink(HttpRules):
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         auth: Authorizer | None = None,
     ) -> None:
-        self.url = url
-        self.auth = auth
-        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
-        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
-        self.limits = limits or Limits()
-        self.timeout = timeout or Timeout()
-        self.max_message_bytes = max_message_bytes
-        self.tensors = tensors
-        """Raw tensors accepted (``dev.millimcp/tensor`` declared): framed bodies both ways."""
-        self.max_attachment_bytes = max_attachment_bytes
+        super().__init__(
+            url,
+            limits=limits,
+            timeout=timeout,
+            max_message_bytes=max_message_bytes,
+            tensors=tensors,
+            max_attachment_bytes=max_attachment_bytes,
+            auth=auth,
+        )
         self.connections_opened = 0
         """Sockets the calls' pool opened (counted by its connector's socket factory: a connect
         attempt that failed counts too)."""
@@ -99,7 +98,6 @@ class HttpLink(HttpRules):
         self._base_headers = base_headers(tensors, headers)
         self._session: aiohttp.ClientSession | None = None
         self._side: aiohttp.ClientSession | None = None
-        super().__init__()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._session is not None else "new"
@@ -157,23 +155,13 @@ class HttpLink(HttpRules):
             self._side = self._new_session(0)
         return self._side
 
-    async def close(self) -> None:
-        session = self._session
-        if session is None or self._closed:
-            return
-        self._closed = True
-        await self._end_drains()
-        try:
-            if self._session_id is not None:
-                await self._delete_session()
-        finally:
-            self._session = None
-            side, self._side = self._side, None
+    async def _release(self) -> None:
+        session, self._session = self._session, None
+        side, self._side = self._side, None
+        if session is not None:
             await session.close()
-            if side is not None:
-                await side.close()
-            if self.auth is not None:
-                await self.auth.close()
+        if side is not None:
+            await side.close()
 
     async def request(
         self,
@@ -262,12 +250,6 @@ class HttpLink(HttpRules):
             return self._post(session, data, sending)
 
         return await auth.resend_until_settled(send, _status_and_challenge, _close)
-
-    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
-        if self.auth is None:
-            return headers
-        value = await self.auth.before()
-        return headers if value is None else {**headers, "Authorization": value}
 
     async def send(self, body: bytes, *, headers: Mapping[str, str]) -> None:
         if self._session is None:

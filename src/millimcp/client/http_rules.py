@@ -6,7 +6,9 @@ protocol version sent with it), the handshake era's GET stream reconnected with
 (SEP-1699) and the ``DELETE`` that ends the session. A link supplies three things: whether
 it is still open (:meth:`HttpRules._live`), a GET of the endpoint's stream
 (:meth:`HttpRules._get`: its status, ``Content-Type`` and body chunks) and a ``DELETE``
-(:meth:`HttpRules._delete`), with the errors its I/O raises when a connection breaks.
+(:meth:`HttpRules._delete`), with the errors its I/O raises when a connection breaks, and
+how to let its pools go (:meth:`HttpRules._release`). Closing, the settings both links take
+and the authorization header are here too.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from millimcp.client.http_reply import (
     DELETE_TIMEOUT_S,
@@ -29,6 +31,10 @@ from millimcp.client.link import OnMessage, Reply
 from millimcp.codec import SseParser
 from millimcp.errors import ConnectionLost, FrameTooLarge
 from millimcp.protocol import Message
+from millimcp.resilience.policy import Limits, Timeout
+
+if TYPE_CHECKING:
+    from millimcp.client.authorizer import Authorizer
 
 __all__ = ["EVENT_STREAM", "HttpRules", "Stream"]
 
@@ -48,9 +54,27 @@ class HttpRules:
     _delete_errors: ClassVar[tuple[type[BaseException], ...]]
     """What a failed ``DELETE`` of the session may raise (logged, not raised)."""
 
-    max_message_bytes: int
-
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: Limits | None,
+        timeout: Timeout | None,
+        max_message_bytes: int,
+        tensors: bool,
+        max_attachment_bytes: int,
+        auth: Authorizer | None,
+    ) -> None:
+        self.url = url
+        self.auth = auth
+        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
+        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
+        self.limits = limits or Limits()
+        self.timeout = timeout or Timeout()
+        self.max_message_bytes = max_message_bytes
+        self.tensors = tensors
+        """Raw tensors accepted (``dev.millimcp/tensor`` declared): framed bodies both ways."""
+        self.max_attachment_bytes = max_attachment_bytes
         self._drains: set[asyncio.Task[None]] = set()
         """The tasks reading the rest of response streams (cancelled on close)."""
         self.stream_ready = asyncio.Event()
@@ -72,6 +96,34 @@ class HttpRules:
     async def _delete(self, headers: Mapping[str, str]) -> None:
         """A DELETE of the endpoint with ``headers``, its body read."""
         raise NotImplementedError
+
+    async def _release(self) -> None:
+        """Let the link's pools go (closing, once the session is ended)."""
+        raise NotImplementedError
+
+    # -- closing ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End the response streams' drains and the session (``DELETE``), then let the pools
+        and the authorization go. Idempotent."""
+        if not self._live() or self._closed:
+            return
+        self._closed = True
+        await self._end_drains()
+        try:
+            if self._session_id is not None:
+                await self._delete_session()
+        finally:
+            await self._release()
+            if self.auth is not None:
+                await self.auth.close()
+
+    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """``headers`` with the authorization's current header (a token got first if none)."""
+        if self.auth is None:
+            return headers
+        value = await self.auth.before()
+        return headers if value is None else {**headers, "Authorization": value}
 
     # -- the session --------------------------------------------------------------------------
 

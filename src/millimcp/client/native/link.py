@@ -110,15 +110,15 @@ class NativeLink(HttpRules):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
-        self.url = url
-        self.auth = auth
-        """Authorization (``Client.over_http(auth=...)``): its header goes on every request,
-        and a challenge (401, 403 ``insufficient_scope``) runs its flow and resends."""
-        self.limits = limits or Limits()
-        self.timeout = timeout or Timeout()
-        self.max_message_bytes = max_message_bytes
-        self.tensors = tensors
-        self.max_attachment_bytes = max_attachment_bytes
+        super().__init__(
+            url,
+            limits=limits,
+            timeout=timeout,
+            max_message_bytes=max_message_bytes,
+            tensors=tensors,
+            max_attachment_bytes=max_attachment_bytes,
+            auth=auth,
+        )
         secure = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if secure else 80)
@@ -138,7 +138,6 @@ class NativeLink(HttpRules):
         self._host_header = host
         self._pool: Pool | None = None
         self._side: Pool | None = None
-        super().__init__()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._pool is not None else "new"
@@ -190,23 +189,13 @@ class NativeLink(HttpRules):
             self._side = self._new_pool(None, 8)
         return self._side
 
-    async def close(self) -> None:
-        pool = self._pool
-        if pool is None or self._closed:
-            return
-        self._closed = True
-        await self._end_drains()
-        try:
-            if self._session_id is not None:
-                await self._delete_session()
-        finally:
-            self._pool = None
-            side, self._side = self._side, None
+    async def _release(self) -> None:
+        pool, self._pool = self._pool, None
+        side, self._side = self._side, None
+        if pool is not None:
             pool.close()
-            if side is not None:
-                side.close()
-            if self.auth is not None:
-                await self.auth.close()
+        if side is not None:
+            side.close()
 
     async def request(
         self,
@@ -330,12 +319,6 @@ class NativeLink(HttpRules):
             pool.release(conn)
 
         return await auth.resend_until_settled(send, _status_and_challenge, drop)
-
-    async def _auth_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
-        if self.auth is None:
-            return headers
-        value = await self.auth.before()
-        return headers if value is None else {**headers, "Authorization": value}
 
     # -- one exchange -----------------------------------------------------------------------
 
