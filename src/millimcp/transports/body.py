@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
-from millimcp.errors import InvalidRequest, ProtocolError
+from millimcp.codec.compress import DECODABLE, decompress
+from millimcp.errors import FrameTooLarge, InvalidRequest, ProtocolError, RequestRejected
 from millimcp.observe import TRACE
 from millimcp.protocol import encode_error
 
@@ -37,6 +38,8 @@ __all__ = [
     "PREALLOCATE",
     "BodyBudget",
     "Refusal",
+    "Undecodable",
+    "decoded",
     "error",
     "plain",
     "read_more",
@@ -68,6 +71,27 @@ class HttpConfig(Protocol):
 
 _CLOSE: Final = (b"connection", b"close")
 _RETRY_AFTER: Final = (b"retry-after", b"1")
+_ACCEPT_ENCODING: Final = [(b"accept-encoding", ", ".join(DECODABLE).encode())]
+
+
+class Undecodable(NamedTuple):
+    """Why a request body's ``Content-Encoding`` could not be undone: the refusal to send."""
+
+    status: int
+    message: str
+    headers: list[tuple[bytes, bytes]] | None
+
+
+def decoded(body: bytes, coding: bytes, limit: int) -> bytes | Undecodable:
+    """``body`` with its ``Content-Encoding`` undone, at most ``limit`` bytes of it; or the
+    refusal: 413 past the limit, 415 (naming the codings this side decodes) for a coding it
+    does not know, 400 for a body that is not what its coding says."""
+    try:
+        return decompress(body, coding.decode("latin-1"), limit)
+    except FrameTooLarge:
+        return Undecodable(413, f"Request body larger than {limit} bytes once decoded", None)
+    except RequestRejected as exc:
+        return Undecodable(exc.status, exc.message, _ACCEPT_ENCODING if exc.status == 415 else None)
 
 
 class Refusal:

@@ -26,11 +26,18 @@ import msgspec
 
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE, SSE_KEEPALIVE, sse_event
 from millimcp.codec.attachment import AttachmentFramingError, frame, split
-from millimcp.codec.compress import DECODABLE, compress, decompress, negotiate
-from millimcp.errors import FrameTooLarge, RequestRejected
+from millimcp.codec.compress import compress, negotiate
 from millimcp.observe import SERVER_TIMING, TRACE, RequestRecord, clock
 from millimcp.protocol import McpHeaders
-from millimcp.transports.body import BodyBudget, Refusal, read_more, read_writable, refuse
+from millimcp.transports.body import (
+    BodyBudget,
+    Refusal,
+    Undecodable,
+    decoded,
+    read_more,
+    read_writable,
+    refuse,
+)
 from millimcp.transports.body import error as _error
 from millimcp.transports.body import plain as _plain
 from millimcp.transports.drain import DrainingHandler, health_route
@@ -55,7 +62,6 @@ _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
 _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ATTACHMENT_HEADERS: Final = [(b"content-type", _ATTACHMENT)]
 _VARY: Final = (b"vary", b"accept-encoding")
-_ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,16 +406,11 @@ class StreamableHTTPApp:
             return
         coding = get(b"content-encoding")
         if coding is not None and config.decompress_requests:
-            limit = config.max_body_bytes
-            try:
-                body = decompress(body, coding.decode("latin-1"), limit)
-            except FrameTooLarge:
-                await _error(send, 413, f"Request body larger than {limit} bytes once decoded")
+            plain = decoded(body, coding, config.max_body_bytes)
+            if isinstance(plain, Undecodable):
+                await _error(send, *plain)
                 return
-            except RequestRejected as exc:
-                extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
-                await _error(send, exc.status, exc.message, extra)
-                return
+            body = plain
         # _mcp_headers, inlined: this is the hot path. The values recur (a few versions,
         # methods and names): each is decoded once and remembered (_TEXT).
         version = get(b"mcp-protocol-version")
@@ -441,16 +442,11 @@ class StreamableHTTPApp:
         try:
             coding = headers.get(b"content-encoding")
             if coding is not None and config.decompress_requests:
-                limit = config.max_body_bytes
-                try:
-                    body = decompress(body, coding.decode("latin-1"), limit)
-                except FrameTooLarge:
-                    await _error(send, 413, f"Request body larger than {limit} bytes once decoded")
+                plain = decoded(body, coding, config.max_body_bytes)
+                if isinstance(plain, Undecodable):
+                    await _error(send, *plain)
                     return
-                except RequestRejected as exc:
-                    extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
-                    await _error(send, exc.status, exc.message, extra)
-                    return
+                body = plain
             exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
             mcp = _mcp_headers(scope["headers"], headers.get)
             await self.handler.handle_http(body, mcp, exchange)

@@ -22,9 +22,8 @@ from urllib.parse import unquote
 
 from millimcp.codec import ATTACHMENT_MEDIA_TYPE
 from millimcp.codec.attachment import AttachmentFramingError, split
-from millimcp.codec.compress import DECODABLE, decompress
-from millimcp.errors import FrameTooLarge, RequestRejected
 from millimcp.protocol import McpHeaders
+from millimcp.transports.body import Undecodable, decoded
 from millimcp.transports.drain import DRAINING_BODY, HEALTH_DRAINING, HEALTH_OK
 from millimcp.transports.http import StreamableHTTPApp
 from millimcp.transports.native.buffers import settle_allocator
@@ -39,7 +38,6 @@ logger = logging.getLogger("millimcp.native")
 _POST, _OTHER, _FRAMED, _HEALTH, _ROUTE = range(1, 6)
 _ATTACHMENT: Final = ATTACHMENT_MEDIA_TYPE.encode()
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
-_ACCEPT_ENCODING: Final = (b"accept-encoding", ", ".join(DECODABLE).encode())
 _RETRY: Final = [(b"retry-after", b"1")]
 _DRAINING_HEAD: Final = [
     (b"content-type", b"application/json"),
@@ -199,18 +197,11 @@ class NativeFront:
             coding = get(b"content-encoding")
             config = self.config
             if coding is not None and config.decompress_requests:
-                limit = config.max_body_bytes
-                try:
-                    body = decompress(body, coding.decode("latin-1"), limit)
-                except FrameTooLarge:
-                    conn.write(
-                        error_response(413, f"Request body larger than {limit} bytes once decoded")
-                    )
+                plain = decoded(body, coding, config.max_body_bytes)
+                if isinstance(plain, Undecodable):
+                    conn.write(error_response(*plain))
                     return
-                except RequestRejected as exc:
-                    extra = [_ACCEPT_ENCODING] if exc.status == 415 else None
-                    conn.write(error_response(exc.status, exc.message, extra))
-                    return
+                body = plain
             exchange = NativeExchange.on(
                 conn, self.config, get(b"accept-encoding"), close, request.http10, request.owner
             )
