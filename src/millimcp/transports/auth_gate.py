@@ -48,15 +48,12 @@ class AuthGate:
         self.core = AuthCore(
             resource, scopes_for=scopes_for, any_scopes=any_scopes, max_body_bytes=max_body_bytes
         )
-        self.resource = resource
-        self.verifier = self.core.verifier
-        self.metadata_paths = self.core.metadata_paths
         config = getattr(app, "config", None)
         self._path: str | None = getattr(config, "path", None)
         self.routes = getattr(app, "routes", None)
 
     def __repr__(self) -> str:
-        return f"<AuthGate {self.resource.resource} {self.verifier!r}>"
+        return f"<AuthGate {self.core!r}>"
 
     def forget_scopes(self) -> None:
         """The operations changed (a tool, prompt or resource added or removed)."""
@@ -75,7 +72,8 @@ class AuthGate:
         if path != self._path:  # the endpoint's own path is the hot one: nothing to check
             root = scope.get("root_path", "")
             relative = path[len(root) :] if root and path.startswith(root) else path
-            if path in self.metadata_paths or relative in self.metadata_paths:
+            paths = self.core.metadata_paths
+            if path in paths or relative in paths:
                 await self.metadata_endpoint(scope, receive, send)
                 return
             if self._path is not None and relative != self._path:
