@@ -38,6 +38,9 @@ from millimcp.testing import modern_request
 HERE = Path(__file__).resolve().parent
 TARGETS = {
     "raw": HERE / "servers" / "raw_echo.py",
+    # The raw floor plus the typed request decode, the arguments decode and the result
+    # encode a typed framework cannot skip (no checks, no context): see the module.
+    "typed": HERE / "servers" / "typed_echo.py",
     "millimcp": HERE / "servers" / "millimcp_echo.py",
     "official": HERE / "servers" / "official_echo.py",
     "fastmcp": HERE / "servers" / "fastmcp_echo.py",
@@ -184,6 +187,7 @@ def child(target: str, calls: int) -> None:
 
         run(calls, 32)
         return
+    sys.path.insert(0, str(TARGETS[target].parent))  # a server may import its neighbours
     spec = importlib.util.spec_from_file_location(f"bench_{target}", TARGETS[target])
     assert spec is not None
     assert spec.loader is not None
