@@ -43,7 +43,7 @@ from millimcp.transports.body import plain as _plain
 from millimcp.transports.drain import DrainingHandler, health_route
 from millimcp.transports.verdicts import LOOPBACK_HOSTS, HeadVerdicts
 
-__all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp"]
+__all__ = ["Exchange", "HttpConfig", "MessageHandler", "StreamableHTTPApp", "mcp_headers"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -411,7 +411,7 @@ class StreamableHTTPApp:
                 await _error(send, *plain)
                 return
             body = plain
-        # _mcp_headers, inlined: this is the hot path. The values recur (a few versions,
+        # mcp_headers, inlined: this is the hot path. The values recur (a few versions,
         # methods and names): each is decoded once and remembered (_TEXT).
         version = get(b"mcp-protocol-version")
         mcp_method = get(b"mcp-method")
@@ -448,7 +448,7 @@ class StreamableHTTPApp:
                     return
                 body = plain
             exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
-            mcp = _mcp_headers(scope["headers"], headers.get)
+            mcp = mcp_headers(scope["headers"], headers.get)
             await self.handler.handle_http(body, mcp, exchange)
         finally:
             self.budget.give(held)
@@ -508,7 +508,7 @@ class StreamableHTTPApp:
                 return
             exchange = Exchange(receive, send, config, headers.get(b"accept-encoding"))
             exchange.attachment = attachment
-            mcp = _mcp_headers(scope["headers"], headers.get)
+            mcp = mcp_headers(scope["headers"], headers.get)
             await self.handler.handle_http(message, mcp, exchange)
         finally:
             self.budget.give(held)
@@ -564,15 +564,18 @@ def _text(value: bytes) -> str:
     return text
 
 
-def _mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:
+def mcp_headers(raw_headers: Any, get: Callable[[bytes], bytes | None]) -> McpHeaders:
+    """The MCP headers of a request (``get``: its header dict's ``get``), their values
+    decoded once and remembered (``_TEXT``); both fronts read them here, the ASGI app's hot
+    path inline."""
     version = get(b"mcp-protocol-version")
     method = get(b"mcp-method")
     name = get(b"mcp-name")
     session = get(b"mcp-session-id")
     return McpHeaders(
-        None if version is None else version.decode("latin-1"),
-        None if method is None else method.decode("latin-1"),
-        None if name is None else name.decode("latin-1"),
+        None if version is None else _TEXT.get(version) or _text(version),
+        None if method is None else _TEXT.get(method) or _text(method),
+        None if name is None else _TEXT.get(name) or _text(name),
         raw_headers,
         None if session is None else session.decode("latin-1"),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import time
 from typing import Any
 
@@ -250,6 +251,21 @@ def test_header_timeout_gets_408() -> None:
         status, headers, _ = Reader(sock).response()
         assert status == 408
         assert headers["connection"] == "close"
+
+
+def test_a_head_trickled_in_pieces_is_timed_from_its_first_byte() -> None:
+    # A header line every 0.1 s, each well within the timeout; the whole head is not: the
+    # deadline is set once, when the first piece is read, and no later piece pushes it back.
+    with native(config(header_timeout_s=0.4)) as served:
+        sock = served.connect()
+        started = time.monotonic()
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        while not select.select([sock], [], [], 0.1)[0] and time.monotonic() - started < 5:
+            sock.sendall(b"X-Slow: 1\r\n")
+        status, headers, _ = Reader(sock).response()
+        assert status == 408
+        assert headers["connection"] == "close"
+        assert time.monotonic() - started < 2.0  # 0.4 s and a sweep, not 5 s of pieces
 
 
 def test_a_body_below_the_minimum_rate_gets_408() -> None:

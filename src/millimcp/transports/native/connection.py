@@ -32,12 +32,14 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
+import msgspec
+
 from millimcp.transports.http import HttpConfig
 from millimcp.transports.native.buffers import collect
 from millimcp.transports.native.exchange import NativeExchange
 from millimcp.transports.native.wire import CONTINUE, error_response
 
-__all__ = ["Front", "HttpConnection", "Request"]
+__all__ = ["Front", "HttpConnection", "Request", "refusal_closes"]
 
 MAX_URL_BYTES: Final = 8 * 1024
 """A longer request target gets 414 (uvicorn's h11 limit on the whole head is 64 KiB)."""
@@ -62,54 +64,35 @@ class _Stop(Exception):
     """Raised in a parser callback to stop parsing (the request is refused)."""
 
 
-class Request:
-    """One request as parsed: head, body chunks, and the front's verdict."""
+class Request(msgspec.Struct, eq=False):
+    """One request as parsed: head, body chunks, and the front's verdict.
 
-    __slots__ = (
-        "body",
-        "chunks",
-        "complete",
-        "expect",
-        "fields",
-        "head_bytes",
-        "headers",
-        "http10",
-        "keep_alive",
-        "kind",
-        "limit",
-        "method",
-        "owner",
-        "path",
-        "refusal",
-        "size",
-        "url",
-    )
+    A struct, not a plain class: one is made per request and msgspec builds it in C (its
+    defaults too) where ``__init__`` would run seventeen assignments in Python."""
 
-    def __init__(self) -> None:
-        self.url = b""
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.fields: dict[bytes, bytes] = {}
-        """The headers as a dict (the last of a repeated name wins, as in ASGI apps)."""
-        self.head_bytes = 0
-        self.method = "GET"
-        self.path = ""
-        self.http10 = False
-        self.keep_alive = True
-        self.chunks: list[bytes] = []
-        self.body: bytearray | None = None
-        """Where a framed request's body is collected as it comes (set by the front's
-        ``judge``): one writable buffer, each chunk copied in and let go at once
-        (:mod:`.buffers`)."""
-        self.size = 0
-        self.limit = 0
-        self.complete = False
-        self.expect = False
-        self.kind = 0
-        self.refusal: bytes | None = None
-        """The whole response of a refused request (sent, then the connection closes)."""
-        self.owner: Callable[[list[tuple[bytes, bytes]]], None] | None = None
-        """Called with the headers of a response that may open a session (a protected
-        endpoint binds the session to its principal: :mod:`.guarded`)."""
+    url: bytes = b""
+    headers: list[tuple[bytes, bytes]] = msgspec.field(default_factory=list)
+    fields: dict[bytes, bytes] = msgspec.field(default_factory=dict)
+    """The headers as a dict (the last of a repeated name wins, as in ASGI apps)."""
+    method: str = "GET"
+    path: str = ""
+    http10: bool = False
+    keep_alive: bool = True
+    chunks: list[bytes] = msgspec.field(default_factory=list)
+    body: bytearray | None = None
+    """Where a framed request's body is collected as it comes (set by the front's
+    ``judge``): one writable buffer, each chunk copied in and let go at once
+    (:mod:`.buffers`)."""
+    size: int = 0
+    limit: int = 0
+    complete: bool = False
+    expect: bool = False
+    kind: int = 0
+    refusal: bytes | None = None
+    """The whole response of a refused request (sent, then the connection closes)."""
+    owner: Callable[[list[tuple[bytes, bytes]]], None] | None = None
+    """Called with the headers of a response that may open a session (a protected
+    endpoint binds the session to its principal: :mod:`.guarded`)."""
 
 
 class Front(Protocol):
@@ -152,6 +135,10 @@ class HttpConnection(asyncio.Protocol):
         self._closed: asyncio.Future[None] | None = None
         self.deadline = _NEVER
         """When the current state's deadline passes (``loop.time()``); see :meth:`expired`."""
+        self._headers: list[tuple[bytes, bytes]] = []
+        """The headers of the request being parsed (its ``headers``)."""
+        self._head_bytes = 0
+        """The size of its header block so far (431 past :data:`MAX_HEAD_BYTES`)."""
         self._state = _IDLE
         self._body_start = 0.0
         self._idle_since = 0.0
@@ -237,9 +224,12 @@ class HttpConnection(asyncio.Protocol):
     # -- parser callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self.parsing = Request()
-        if self.current is None and not self.queue:
-            self._arm(_HEAD)
+        # No deadline set here, nor when the headers are complete: a request that arrives
+        # whole within one read is never timed, and one that does not is armed by _kick at
+        # the end of that same read (header deadline, then body deadline).
+        request = self.parsing = Request()
+        self._headers = request.headers
+        self._head_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         request = self.parsing
@@ -249,12 +239,13 @@ class HttpConnection(asyncio.Protocol):
             self._refuse_parsing(414, "URI Too Long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        request = self.parsing
-        assert request is not None
-        request.head_bytes += len(name) + len(value) + 4
-        if request.head_bytes > MAX_HEAD_BYTES:
+        # Called once per header: the parsing request's list and running size are kept on
+        # the connection (set by on_message_begin), one attribute away.
+        size = self._head_bytes + len(name) + len(value) + 4
+        self._head_bytes = size
+        if size > MAX_HEAD_BYTES:
             self._refuse_parsing(431, "Request Header Fields Too Large")
-        request.headers.append((name.lower(), value))
+        self._headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
         request = self.parsing
@@ -269,14 +260,12 @@ class HttpConnection(asyncio.Protocol):
         self.front.judge(request)
         self.queue.append(request)
         if request.refusal is not None:
-            if _has_body(request.headers):
+            if has_body(request.headers):
                 raise _Stop  # the rest is discarded by the lingering close
             return
-        if self.current is None and len(self.queue) == 1:
-            self._arm(_BODY)
-            if request.expect:
-                request.expect = False
-                self.write(CONTINUE)
+        if request.expect and self.current is None and len(self.queue) == 1:
+            request.expect = False
+            self.write(CONTINUE)
         if len(self.queue) > MAX_PIPELINED:
             self._pause(_PAUSE_QUEUE)
 
@@ -523,8 +512,15 @@ class HttpConnection(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a body follows these headers (chunked, or a ``Content-Length`` not 0)."""
     for name, value in headers:
         if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
             return True
     return False
+
+
+def refusal_closes(request: Request) -> bool:
+    """Whether a refusal of ``request`` closes the connection: the client does not keep it
+    alive, or a body follows that the refusal will not read. Asked only when refusing."""
+    return not request.keep_alive or has_body(request.headers)

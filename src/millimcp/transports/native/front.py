@@ -25,9 +25,9 @@ from millimcp.codec.attachment import AttachmentFramingError, split
 from millimcp.protocol import McpHeaders
 from millimcp.transports.body import Undecodable, decoded
 from millimcp.transports.drain import DRAINING_BODY, HEALTH_DRAINING, HEALTH_OK
-from millimcp.transports.http import StreamableHTTPApp
+from millimcp.transports.http import StreamableHTTPApp, mcp_headers
 from millimcp.transports.native.buffers import settle_allocator
-from millimcp.transports.native.connection import HttpConnection, Request, _has_body
+from millimcp.transports.native.connection import HttpConnection, Request, refusal_closes
 from millimcp.transports.native.exchange import NativeExchange
 from millimcp.transports.native.wire import error_response, head, plain_response
 
@@ -101,16 +101,7 @@ class NativeFront:
     def judge(self, request: Request) -> None:
         """Classify a request whose headers are complete; set ``refusal`` when refused."""
         config = self.config
-        url = request.url
-        end = url.find(b"?")
-        raw = url if end < 0 else url[:end]
-        if raw[:1] != b"/" and b"://" in raw:  # absolute-form target
-            raw = b"/" + raw.partition(b"://")[2].partition(b"/")[2]
-        path = raw.decode("latin-1")
-        if "%" in path:
-            path = unquote(path, "latin-1")
-        request.path = path
-        keep = request.keep_alive and not _has_body(request.headers)
+        path = request.path = _PATHS.get(request.url) or _path_of(request.url)
         if path == config.health_path:
             request.kind = _HEALTH
             request.limit = 0
@@ -123,7 +114,7 @@ class NativeFront:
                 request.kind = _ROUTE
                 request.limit = config.max_body_bytes
                 return
-            request.refusal = plain_response(404, b"Not Found", close=not keep)
+            request.refusal = plain_response(404, b"Not Found", close=refusal_closes(request))
             return
         fields = request.fields = dict(request.headers)
         get = fields.get
@@ -133,9 +124,11 @@ class NativeFront:
         if verdict is not None:
             status, text = verdict
             if status == 405:
-                request.refusal = plain_response(405, b"Method Not Allowed", _ALLOW, close=not keep)
+                request.refusal = plain_response(
+                    405, b"Method Not Allowed", _ALLOW, close=refusal_closes(request)
+                )
             else:
-                request.refusal = error_response(status, text, close=not keep)
+                request.refusal = error_response(status, text, close=refusal_closes(request))
             return
         if method != "POST":
             request.kind = _OTHER
@@ -206,7 +199,7 @@ class NativeFront:
                 conn, self.config, get(b"accept-encoding"), close, request.http10, request.owner
             )
             conn.exchange = exchange
-            await self.handler.handle_http(body, _mcp_headers(headers, get), exchange)
+            await self.handler.handle_http(body, mcp_headers(headers, get), exchange)
         elif kind == _OTHER:
             await self._serve_other(conn, request, close)
         elif kind == _FRAMED:
@@ -266,7 +259,7 @@ class NativeFront:
         )
         exchange.attachment = attachment
         conn.exchange = exchange
-        await self.handler.handle_http(message, _mcp_headers(request.headers, get), exchange)
+        await self.handler.handle_http(message, mcp_headers(request.headers, get), exchange)
 
     async def _serve_route(self, conn: HttpConnection, request: Request, close: bool) -> None:
         """Another path of the app (``/metrics``): a plain ASGI callable, bridged."""
@@ -320,15 +313,25 @@ class NativeFront:
         logger.error("request failed", exc_info=exc)
 
 
-def _mcp_headers(raw: list[tuple[bytes, bytes]], get: Any) -> McpHeaders:
-    version = get(b"mcp-protocol-version")
-    method = get(b"mcp-method")
-    name = get(b"mcp-name")
-    session = get(b"mcp-session-id")
-    return McpHeaders(
-        None if version is None else version.decode("latin-1"),
-        None if method is None else method.decode("latin-1"),
-        None if name is None else name.decode("latin-1"),
-        raw,
-        None if session is None else session.decode("latin-1"),
-    )
+_PATHS: Final[dict[bytes, str]] = {}
+"""Request targets seen before, and their paths: a client asks for the same one or two."""
+_PATHS_SIZE: Final = 256
+_PATHS_LONGEST: Final = 512
+
+
+def _path_of(url: bytes) -> str:
+    """The decoded path of a request target (origin- or absolute-form, the query dropped),
+    remembered in ``_PATHS`` when short (emptied when full: a client that makes up targets
+    pays a parse each, nothing more)."""
+    end = url.find(b"?")
+    raw = url if end < 0 else url[:end]
+    if raw[:1] != b"/" and b"://" in raw:  # absolute-form target
+        raw = b"/" + raw.partition(b"://")[2].partition(b"/")[2]
+    path = raw.decode("latin-1")
+    if "%" in path:
+        path = unquote(path, "latin-1")
+    if len(url) <= _PATHS_LONGEST:
+        if len(_PATHS) >= _PATHS_SIZE:
+            _PATHS.clear()
+        _PATHS[url] = path
+    return path

@@ -21,7 +21,7 @@ from typing import Final
 from millimcp.auth.resource import CURRENT_PRINCIPAL
 from millimcp.transports.auth_core import Answer, AuthCore, Opening
 from millimcp.transports.http import StreamableHTTPApp
-from millimcp.transports.native.connection import HttpConnection, Request, _has_body
+from millimcp.transports.native.connection import HttpConnection, Request, refusal_closes
 from millimcp.transports.native.front import _FRAMED, _OTHER, _POST, NativeFront
 from millimcp.transports.native.wire import head
 
@@ -53,8 +53,8 @@ class GuardedFront(NativeFront):
         if request.path in self.auth.metadata_paths:
             request.kind = 0
             request.limit = 0
-            close = not request.keep_alive or _has_body(request.headers)
-            request.refusal = answer_bytes(self.auth.metadata(request.method), close=close)
+            metadata = self.auth.metadata(request.method)
+            request.refusal = answer_bytes(metadata, close=refusal_closes(request))
 
     async def _serve(self, conn: HttpConnection, request: Request) -> None:
         if request.kind not in _GUARDED:
