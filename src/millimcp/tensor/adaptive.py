@@ -18,7 +18,11 @@ What it learns, per model (one policy per batcher):
   less from 20 to 28), so the limit tries further steps against the last size that paid, up
   to :data:`LOOK_PAST` times that size (at least 3 rows more: twice, as this did first, left
   the CNN at 10-12 rows); when none pays it goes back there and stays (a probe one step up
-  every ``probe_every`` batches notices a model whose costs changed). With a latency
+  every ``probe_every`` batches notices a model whose costs changed). A size not run lately
+  keeps the least of its runs under the load of then: each trial (a step up, a probe) is
+  judged on its own runs only, and when a smaller size, when it last ran, cost less per row
+  than the limit costs now, it is re-probed (at most every ``probe_every`` batches), and the
+  limit steps down to it if its fresh runs pay, or goes back. With a latency
   objective, a batch whose oldest caller waited and ran past the objective halves the limit
   (Clipper's additive increase, multiplicative decrease), and the limit never grows to a
   size whose run alone would miss the objective;
@@ -82,8 +86,16 @@ class CostModel:
         self._count[rows] = self._count.get(rows, 0) + 1
 
     def count(self, rows: int) -> int:
-        """How many batches of exactly ``rows`` were measured."""
+        """How many batches of exactly ``rows`` were measured (since it was last forgotten)."""
         return self._count.get(rows, 0)
+
+    def forget(self, rows: int) -> None:
+        """Drop what was measured at ``rows``: its next runs alone decide its cost (a size not
+        run lately keeps the least of runs under a load that may be gone; estimated from the
+        sizes around it meanwhile)."""
+        self._recent.pop(rows, None)
+        self._least.pop(rows, None)
+        self._count.pop(rows, None)
 
     def measured(self) -> dict[int, float]:
         """The estimated run time (seconds) of each size measured, by rows."""
@@ -240,7 +252,9 @@ class AdaptivePolicy:
         "_probing",
         "_proven",
         "_rejected",
+        "_return_to",
         "_since_probe",
+        "_trial",
         "costs",
         "limit",
         "max_rows",
@@ -279,6 +293,10 @@ class AdaptivePolicy:
         self._rejected = 0
         """The largest size tried past the last proven limit that did not pay."""
         self._since_probe = 0
+        self._return_to = 0
+        """While a size below the limit is re-probed: the limit to go back to (else 0)."""
+        self._trial = 0
+        """Batches run since that re-probe began."""
         self.returns = Returns()
 
     def __repr__(self) -> str:
@@ -310,6 +328,9 @@ class AdaptivePolicy:
             self._settle()
             return
         limit = self.limit
+        if self._return_to:  # re-probing a size below the limit: does it pay now?
+            self._step_down(limit)
+            return
         if not self._proven:  # grew: did the step pay?
             lower = self._below[-1]
             if rows <= max(lower, self._rejected) or costs.count(rows) < self.samples:
@@ -327,6 +348,7 @@ class AdaptivePolicy:
                 ):
                     self._rejected = limit
                     self.limit = further
+                    costs.forget(further)
                     return
                 self.limit = self._below.pop()
                 self._settle()
@@ -334,6 +356,8 @@ class AdaptivePolicy:
             self._proven = True
             self._rejected = 0
         self._since_probe += 1
+        if self._since_probe >= self.probe_every and self._probe_below(limit):
+            return
         full = rows + backlog > limit
         if not full or limit >= self.max_rows or costs.count(rows) < self.samples:
             return
@@ -345,6 +369,7 @@ class AdaptivePolicy:
         self._below.append(limit)
         self._probing = self._plateau is not None
         self.limit = grown
+        costs.forget(grown)  # judged on its own runs, not on ones from another load
         self._plateau = None
         self._proven = False
         self._rejected = 0
@@ -354,6 +379,49 @@ class AdaptivePolicy:
         self._plateau = self.limit
         self._proven = True
         self._since_probe = 0
+        self._return_to = 0
+
+    def _probe_below(self, limit: int) -> bool:
+        """Re-probe the size below ``limit`` whose per-row cost, when it last ran, beats what
+        a row costs at the limit now by ``min_gain``: the limit was learned under another
+        load, or the costs changed, and a smaller batch may pay more now. Its old runs are
+        forgotten, so that only its runs from now on are set against the limit's."""
+        costs = self.costs
+        at = costs.per_row(limit)
+        assert at is not None
+        best, least = 0, at * (1 - self.min_gain)
+        for rows, seconds in costs.measured().items():
+            if rows < limit and seconds / rows < least:
+                best, least = rows, seconds / rows
+        if not best:
+            return False
+        costs.forget(best)
+        self._return_to = limit
+        self.limit = best
+        self._trial = 0
+        self._since_probe = 0
+        return True
+
+    def _step_down(self, limit: int) -> None:
+        """A batch ran while ``limit`` (below the limit it came from) is re-probed: once it has
+        run :attr:`samples` times, stay there if its per-row cost beats the old limit's by
+        ``min_gain``, else go back (also when it cannot be measured: demand fell short)."""
+        costs = self.costs
+        self._trial += 1
+        back = self._return_to
+        if costs.count(limit) < self.samples:
+            if self._trial >= self.probe_every:
+                self.limit, self._return_to, self._since_probe = back, 0, 0
+            return
+        here, there = costs.per_row(limit), costs.per_row(back)
+        assert here is not None
+        assert there is not None
+        if here <= there * (1 - self.min_gain):  # pays: the limit steps down for good
+            self._below = [size for size in self._below if size < limit]
+            self._rejected = 0
+            self._settle()
+        else:  # its own runs cost more: back to the limit, which stays where it was
+            self.limit, self._return_to, self._since_probe = back, 0, 0
 
     # -- what to do -----------------------------------------------------------------------------
 

@@ -373,6 +373,64 @@ def test_interference_does_not_stop_the_limit_short() -> None:
         assert never.limit <= 2, (seed, never)
 
 
+def dear_past(rows: int, overhead: float, per_row: float, rise: float) -> Callable[[int], float]:
+    """Like :func:`knee_at`, but past ``rows`` each row costs ``rise`` more per row beyond the
+    knee (caches thrashed, memory bandwidth shared under load): larger batches cost more per
+    row."""
+
+    def cost(b: int) -> float:
+        if b <= rows:
+            return overhead + per_row * b
+        return (overhead + per_row * rows) / rows * b * (1 + rise * (b - rows))
+
+    return cost
+
+
+def test_the_limit_steps_back_down_when_large_batches_grow_dear() -> None:
+    """Batching pays up to 32 rows, then the load changes and past 8 rows every row costs
+    more the larger the batch (5.6 ms a row at 32, 2.9 at 8). The sizes below the limit keep
+    the least of their runs from before, cheaper per row than the limit now: the limit
+    re-probes the best of them, on its own fresh runs, and steps down while that pays, to 8
+    (without the rule it stayed at 32 for good). Judged on old runs as well, the probes below
+    8 would pay too and the limit would sink to 5."""
+    policy = AdaptivePolicy(32)
+    light = simulate(policy, knee_at(1000, overhead=0.010, per_row=0.0005), 32, batches=400)
+    assert policy.limit == 32
+    dear = dear_past(8, overhead=0.015, per_row=0.001, rise=0.04)
+    run = simulate(policy, dear, callers=32, batches=1500, start=light.end + 1)
+    assert policy.limit == 8, policy
+    assert run.settled(300) > 1.5 * 32 / dear(32)  # rows/s had the limit stayed at 32
+    assert Counter(run.sizes[-300:])[8] >= 270
+    # back at light load nothing looks cheaper below, and the limit grows again by probes
+    later = simulate(policy, knee_at(1000, 0.010, 0.0005), 32, batches=1500, start=run.end + 1)
+    assert policy.limit == 32, policy
+    assert Counter(later.sizes[-300:])[32] >= 290
+
+
+def test_a_re_probe_below_that_does_not_pay_goes_back() -> None:
+    """The size below last ran cheaply under a lighter load; re-run now it costs more per row
+    than the limit: the limit goes back, and the fresh runs stop it from probing again."""
+    policy = AdaptivePolicy(32, probe_every=4)
+    policy.limit = 16
+    policy.costs.observe(8, 0.008)  # 1 ms a row, once
+    for _ in range(4):
+        policy.ran(16, 0.024, backlog=0)  # 1.5 ms a row at the limit now
+    assert policy.limit == 8  # re-probed
+    assert policy.costs.count(8) == 0  # on its own runs only
+    for _ in range(3):
+        policy.ran(8, 0.016, backlog=8)  # 2 ms a row now
+    assert policy.limit == 16
+    for _ in range(12):
+        policy.ran(16, 0.024, backlog=0)
+    assert policy.limit == 16  # 8 now costs more per row: no probe
+    policy.costs.observe(4, 0.004)
+    policy.ran(16, 0.024, backlog=0)
+    assert policy.limit == 4  # another size that looks cheaper: probed too
+    for _ in range(3):
+        policy.ran(4, 0.005, backlog=12)  # 1.25 ms a row: pays
+    assert policy.limit == 4
+
+
 def test_cost_model_estimates_between_and_beyond_what_it_measured() -> None:
     costs = CostModel(window=2)
     assert costs.cost(4) is None
@@ -392,6 +450,10 @@ def test_cost_model_estimates_between_and_beyond_what_it_measured() -> None:
     assert costs.cost(2) == pytest.approx(0.006)  # the first run left the window of two
     assert list(costs.measured()) == [2, 8]
     assert "8: 10.00 ms" in repr(costs)
+    costs.forget(2)
+    assert costs.count(2) == 0
+    assert list(costs.measured()) == [8]
+    assert costs.cost(2) == pytest.approx(0.0025)  # estimated again, from 8
 
 
 async def test_a_lone_call_runs_in_its_own_task_and_arrivals_meanwhile_queue() -> None:
