@@ -260,7 +260,7 @@ class HttpConnection(asyncio.Protocol):
         self.front.judge(request)
         self.queue.append(request)
         if request.refusal is not None:
-            if has_body(request.headers):
+            if _has_body(request.headers):
                 raise _Stop  # the rest is discarded by the lingering close
             return
         if request.expect and self.current is None and len(self.queue) == 1:
@@ -512,7 +512,7 @@ class HttpConnection(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether a body follows these headers (chunked, or a ``Content-Length`` not 0)."""
     for name, value in headers:
         if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
@@ -523,4 +523,4 @@ def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
 def refusal_closes(request: Request) -> bool:
     """Whether a refusal of ``request`` closes the connection: the client does not keep it
     alive, or a body follows that the refusal will not read. Asked only when refusing."""
-    return not request.keep_alive or has_body(request.headers)
+    return not request.keep_alive or _has_body(request.headers)
